@@ -1,0 +1,198 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/zeromicro/go-zero/core/collection"
+
+	"github.com/timingwheel/timingwheel"
+)
+
+// wakeupWindow is how long each idle scenario is watched, in bubble time.
+const wakeupWindow = 10 * time.Minute
+
+// TestWakeups counts how often a driver goroutine wakes while the wheel is
+// idle: with nothing armed, and with one timer a minute away. It runs inside a
+// testing/synctest bubble, whose fake clock jumps ahead whenever every
+// goroutine is blocked, so ten minutes take milliseconds and are exact.
+//
+// The wheel's clock is the real one (clock.New, which is package time, which
+// the bubble fakes) wrapped in countingClock. A wake-up is a distinct instant
+// of bubble time at which the driver used its clock: bubble time stands still
+// while goroutines run, so each time the driver wakes and works it shows up
+// as one instant however many clock calls it makes.
+//
+// go-zero's wheel has a ticker instead; a wake-up is a tick it receives.
+//
+// Results are printed as lines starting "Wakeups " for cmd/report (a
+// capital, so benchstat does not take them for configuration lines). Nothing
+// is asserted: this is a measurement, not a test of the library.
+func TestWakeups(t *testing.T) {
+	t.Run("impl=wheel", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			cc := newCountingClock(clock.New())
+			h, err := timingwheel.New(timingwheel.WithClock(cc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.Start()
+			defer h.Stop()
+			synctest.Wait()
+
+			cc.reset()
+			time.Sleep(wakeupWindow)
+			synctest.Wait()
+			report(t, "wheel", "idle", cc.wakeups(time.Time{}), cc.calls.Load(), "")
+
+			var firedAt time.Time
+			cc.reset()
+			armedAt := time.Now()
+			h.AfterFunc(time.Minute, func() { firedAt = time.Now() })
+			time.Sleep(wakeupWindow)
+			synctest.Wait()
+			// The instant of arming is the caller's own clock read (plus the
+			// driver re-arming its sleep): not counted as an idle wake-up.
+			report(t, "wheel", "one-timer-1m", cc.wakeups(armedAt), cc.calls.Load(),
+				fmt.Sprintf("fired-after=%v", firedAt.Sub(armedAt)))
+		})
+	})
+	t.Run("impl=gozero", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			tk := newCountingTicker(gozeroInterval)
+			var firedAt time.Time
+			tw, err := collection.NewTimingWheelWithTicker(gozeroInterval, gozeroSlots,
+				func(_, _ any) { firedAt = time.Now() }, tk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tk.wait()
+			defer tw.Stop()
+			synctest.Wait()
+
+			tk.ticks.Store(0)
+			time.Sleep(wakeupWindow)
+			synctest.Wait()
+			report(t, "gozero", "idle", tk.ticks.Load(), 0, "")
+
+			tk.ticks.Store(0)
+			armedAt := time.Now()
+			tw.SetTimer("k", nil, time.Minute)
+			time.Sleep(wakeupWindow)
+			synctest.Wait()
+			report(t, "gozero", "one-timer-1m", tk.ticks.Load(), 0,
+				fmt.Sprintf("fired-after=%v", firedAt.Sub(armedAt)))
+		})
+	})
+}
+
+func report(t *testing.T, impl, scenario string, wakeups, calls int64, note string) {
+	t.Helper()
+	// Print, not t.Log: one undecorated line per result for cmd/report.
+	fmt.Printf("Wakeups impl=%s scenario=%s window=%v wakeups=%d clock-calls=%d note=%q\n",
+		impl, scenario, wakeupWindow, wakeups, calls, note)
+}
+
+// countingClock is a clock.Clock that counts every call and remembers the
+// (bubble) instants at which calls happened.
+type countingClock struct {
+	clock.Clock
+	calls    atomic.Int64
+	mu       sync.Mutex
+	instants map[int64]bool
+}
+
+func newCountingClock(c clock.Clock) *countingClock {
+	return &countingClock{Clock: c, instants: map[int64]bool{}}
+}
+
+func (c *countingClock) note() {
+	c.calls.Add(1)
+	now := time.Now().UnixNano() // the bubble's time, not c.Clock's: no recursion
+	c.mu.Lock()
+	c.instants[now] = true
+	c.mu.Unlock()
+}
+
+func (c *countingClock) reset() {
+	c.calls.Store(0)
+	c.mu.Lock()
+	clear(c.instants)
+	c.mu.Unlock()
+}
+
+// wakeups is the number of distinct instants with clock calls, other than
+// the one at except.
+func (c *countingClock) wakeups(except time.Time) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := int64(len(c.instants))
+	if c.instants[except.UnixNano()] {
+		n--
+	}
+	return n
+}
+
+func (c *countingClock) After(d time.Duration) <-chan time.Time { c.note(); return c.Clock.After(d) }
+func (c *countingClock) AfterFunc(d time.Duration, f func()) *clock.Timer {
+	c.note()
+	return c.Clock.AfterFunc(d, f)
+}
+func (c *countingClock) Now() time.Time                        { c.note(); return c.Clock.Now() }
+func (c *countingClock) Since(t time.Time) time.Duration       { c.note(); return c.Clock.Since(t) }
+func (c *countingClock) Until(t time.Time) time.Duration       { c.note(); return c.Clock.Until(t) }
+func (c *countingClock) Sleep(d time.Duration)                 { c.note(); c.Clock.Sleep(d) }
+func (c *countingClock) Tick(d time.Duration) <-chan time.Time { c.note(); return c.Clock.Tick(d) }
+func (c *countingClock) Ticker(d time.Duration) *clock.Ticker  { c.note(); return c.Clock.Ticker(d) }
+func (c *countingClock) Timer(d time.Duration) *clock.Timer    { c.note(); return c.Clock.Timer(d) }
+func (c *countingClock) WithDeadline(p context.Context, d time.Time) (context.Context, context.CancelFunc) {
+	c.note()
+	return c.Clock.WithDeadline(p, d)
+}
+func (c *countingClock) WithTimeout(p context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	c.note()
+	return c.Clock.WithTimeout(p, d)
+}
+
+// countingTicker is a go-zero timex.Ticker that counts the ticks it passes on.
+type countingTicker struct {
+	ticks atomic.Int64
+	c     chan time.Time
+	quit  chan struct{}
+	done  chan struct{}
+}
+
+func newCountingTicker(d time.Duration) *countingTicker {
+	tk := &countingTicker{c: make(chan time.Time), quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(tk.done)
+		real := time.NewTicker(d)
+		defer real.Stop()
+		for {
+			select {
+			case now := <-real.C:
+				tk.ticks.Add(1)
+				select {
+				case tk.c <- now:
+				case <-tk.quit:
+					return
+				}
+			case <-tk.quit:
+				return
+			}
+		}
+	}()
+	return tk
+}
+
+func (tk *countingTicker) Chan() <-chan time.Time { return tk.c }
+func (tk *countingTicker) Stop()                  { close(tk.quit) }
+
+// wait returns once the forwarding goroutine has exited.
+func (tk *countingTicker) wait() { <-tk.done }
