@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -51,16 +52,21 @@ func TestWakeups(t *testing.T) {
 			synctest.Wait()
 			report(t, "wheel", "idle", cc.wakeups(time.Time{}), cc.calls.Load(), "")
 
-			var firedAt time.Time
-			cc.reset()
-			armedAt := time.Now()
-			h.AfterFunc(time.Minute, func() { firedAt = time.Now() })
-			time.Sleep(wakeupWindow)
-			synctest.Wait()
-			// The instant of arming is the caller's own clock read (plus the
-			// driver re-arming its sleep): not counted as an idle wake-up.
-			report(t, "wheel", "one-timer-1m", cc.wakeups(armedAt), cc.calls.Load(),
-				fmt.Sprintf("fired-after=%v", firedAt.Sub(armedAt)))
+			// One timer a minute away; then one that is not a whole number of
+			// coarse slots away, so it cascades through each level on its way
+			// down instead of firing at the instant its minute slot comes up.
+			for _, d := range []time.Duration{time.Minute, 90*time.Second + 500*time.Millisecond} {
+				var firedAt time.Time
+				cc.reset()
+				armedAt := time.Now()
+				h.AfterFunc(d, func() { firedAt = time.Now() })
+				time.Sleep(wakeupWindow)
+				synctest.Wait()
+				// The instant of arming is the caller's own clock read (plus the
+				// driver re-arming its sleep): not counted as an idle wake-up.
+				report(t, "wheel", "one-timer-"+shortDuration(d), cc.wakeups(armedAt), cc.calls.Load(),
+					fmt.Sprintf("fired-after=%v", firedAt.Sub(armedAt)))
+			}
 		})
 	})
 	t.Run("impl=gozero", func(t *testing.T) {
@@ -86,10 +92,22 @@ func TestWakeups(t *testing.T) {
 			tw.SetTimer("k", nil, time.Minute)
 			time.Sleep(wakeupWindow)
 			synctest.Wait()
-			report(t, "gozero", "one-timer-1m", tk.ticks.Load(), 0,
+			report(t, "gozero", "one-timer-"+shortDuration(time.Minute), tk.ticks.Load(), 0,
 				fmt.Sprintf("fired-after=%v", firedAt.Sub(armedAt)))
 		})
 	})
+}
+
+// shortDuration is d without zero units: 1m, not 1m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func report(t *testing.T, impl, scenario string, wakeups, calls int64, note string) {

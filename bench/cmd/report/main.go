@@ -5,7 +5,10 @@
 //
 // Run it from the bench module:
 //
-//	cd bench && go run ./cmd/report [-count 5] [-bench .]
+//	cd bench && go run ./cmd/report [-count 6] [-bench 'Churn|Reset,Heap|Expiry|Advance']
+//
+// Each comma-separated -bench pattern is a separate go test run, so that no
+// single run takes much longer than ten minutes.
 //
 // With -in it skips running and rebuilds the documents from saved output.
 // Paths in flags are relative to the repository root.
@@ -47,8 +50,8 @@ func main() {
 	log.SetFlags(0)
 	log.SetPrefix("report: ")
 	var (
-		count     = flag.Int("count", 5, "go test -count")
-		bench     = flag.String("bench", ".", "go test -bench regexp")
+		count     = flag.Int("count", 6, "go test -count (6 is the fewest for which benchstat gives a 95% confidence interval)")
+		bench     = flag.String("bench", "Churn|Reset,Heap|Expiry|Advance", "go test -bench regexps, comma-separated: one go test run each")
 		benchtime = flag.String("benchtime", "", "go test -benchtime, if set")
 		procs     = flag.Int("procs", 2, "GOMAXPROCS for the benchmarks")
 		in        = flag.String("in", "", "read saved results from this file instead of running")
@@ -70,23 +73,37 @@ func main() {
 		return filepath.Join(root, p)
 	}
 
-	benchArgs := []string{"test", "-run=^$", "-bench=" + *bench, "-count=" + strconv.Itoa(*count), "-timeout=60m"}
-	if *benchtime != "" {
-		benchArgs = append(benchArgs, "-benchtime="+*benchtime)
+	var benchRuns [][]string
+	for _, pat := range strings.Split(*bench, ",") {
+		args := []string{"test", "-run=^$", "-bench=" + pat, "-count=" + strconv.Itoa(*count), "-timeout=60m"}
+		if *benchtime != "" {
+			args = append(args, "-benchtime="+*benchtime)
+		}
+		benchRuns = append(benchRuns, append(args, "."))
 	}
-	benchArgs = append(benchArgs, ".")
 	wakeArgs := []string{"test", "-run=^TestWakeups$", "-count=1", "-v", "."}
 
 	if *in == "" {
 		m := machineMeta(root, benchDir)
 		m["date"] = time.Now().UTC().Format(time.RFC3339)
-		m["report-command"] = strings.Join(append([]string{"cd bench && go run ./cmd/report"}, os.Args[1:]...), " ")
-		shell := func(args []string) string {
-			return fmt.Sprintf("cd bench && GOMAXPROCS=%d go %s", *procs, strings.Join(args, " "))
+		m["report-command"] = "cd bench && go run ./cmd/report"
+		for _, a := range os.Args[1:] {
+			m["report-command"] += " " + shellQuote(a)
 		}
-		m["bench-command"], m["wakeups-command"] = shell(benchArgs), shell(wakeArgs)
+		shell := func(args []string) string {
+			quoted := make([]string, len(args))
+			for i, a := range args {
+				quoted[i] = shellQuote(a)
+			}
+			return fmt.Sprintf("cd bench && GOMAXPROCS=%d go %s", *procs, strings.Join(quoted, " "))
+		}
+		var cmds []string
+		for _, args := range benchRuns {
+			cmds = append(cmds, shell(args))
+		}
+		m["bench-command"], m["wakeups-command"] = strings.Join(cmds, "; "), shell(wakeArgs)
 		*in = abs(*raw)
-		if err := runAll(benchDir, *in, m, *procs, benchArgs, wakeArgs); err != nil {
+		if err := runAll(benchDir, *in, m, *procs, benchRuns, wakeArgs); err != nil {
 			log.Fatal(err)
 		}
 	} else {
@@ -128,7 +145,7 @@ func main() {
 
 // runAll runs the benchmarks and the wake-up count, and saves their output
 // under a header describing the run.
-func runAll(benchDir, path string, m meta, procs int, benchArgs, wakeArgs []string) error {
+func runAll(benchDir, path string, m meta, procs int, benchRuns [][]string, wakeArgs []string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -142,9 +159,13 @@ func runAll(benchDir, path string, m meta, procs int, benchArgs, wakeArgs []stri
 	if _, err := f.WriteString(h.String()); err != nil {
 		return err
 	}
-	log.Print(m["bench-command"])
-	if err := goCmd(benchDir, procs, io.MultiWriter(f, os.Stderr), benchArgs...); err != nil {
-		return err
+	for _, args := range benchRuns {
+		log.Printf("GOMAXPROCS=%d go %s", procs, strings.Join(args, " "))
+		start := time.Now()
+		if err := goCmd(benchDir, procs, io.MultiWriter(f, os.Stderr), args...); err != nil {
+			return err
+		}
+		log.Printf("took %v", time.Since(start).Round(time.Second))
 	}
 	log.Print(m["wakeups-command"])
 	var out bytes.Buffer
@@ -160,6 +181,14 @@ func runAll(benchDir, path string, m meta, procs int, benchArgs, wakeArgs []stri
 		}
 	}
 	return f.Close()
+}
+
+// shellQuote quotes s for a POSIX shell if it needs it.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\|&;<>()$`*?[]{}^!#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // repoRoot walks up from the working directory to the directory that holds
