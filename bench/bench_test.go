@@ -83,6 +83,37 @@ func BenchmarkReset(b *testing.B) {
 	forEachImpl(b, cases...)
 }
 
+// BenchmarkResetAt is BenchmarkReset (random order, 10^6 live) through the
+// wheel's ResetAt, which takes an absolute deadline so that an event loop can
+// read the clock once for a batch of re-arms: here once per resetBatch. The
+// runtime has no such call; compare with BenchmarkReset's runtime row.
+func BenchmarkResetAt(b *testing.B) {
+	ord := order(million, true)
+	b.Run("impl=wheel", func(b *testing.B) {
+		b.Run("live=1000000/order=random/batch="+strconv.Itoa(resetBatch), func(b *testing.B) {
+			s := newWheel(b, million).(*wheelSubject)
+			defer settle()
+			defer s.close()
+			s.load()
+			settle()
+			b.ReportAllocs()
+			ts, i := s.timers, 0
+			var deadline time.Time
+			for b.Loop() {
+				if i%resetBatch == 0 {
+					deadline = time.Now().Add(heartbeat)
+				}
+				ts[ord[i]].ResetAt(deadline)
+				if i++; i == len(ord) {
+					i = 0
+				}
+			}
+		})
+	})
+}
+
+const resetBatch = 64
+
 // resetParallelism sets how many goroutines BenchmarkResetParallel runs:
 // 16 at GOMAXPROCS=2, many more than cores, as a server with a goroutine per
 // connection has.
