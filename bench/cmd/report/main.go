@@ -5,10 +5,13 @@
 //
 // Run it from the bench module:
 //
-//	cd bench && go run ./cmd/report [-count 6] [-bench 'Churn|Reset,Heap|Expiry|Advance']
+//	cd bench && go run ./cmd/report [-count 6] [-bench 'Churn|Reset,Advance'] [-fresh 'Heap|Expiry']
 //
-// Each comma-separated -bench pattern is a separate go test run, so that no
-// single run takes much longer than ten minutes.
+// Each comma-separated -bench pattern is a separate go test run with
+// -count, so that no single run takes much longer than ten minutes. The
+// -fresh benchmarks are run -count times in a fresh process each, once
+// (-count=1 -benchtime=1x): the runtime's first 10^6 timers or goroutines
+// in a process cost more than later ones, and users pay for the first.
 //
 // With -in it skips running and rebuilds the documents from saved output.
 // Paths in flags are relative to the repository root.
@@ -51,7 +54,8 @@ func main() {
 	log.SetPrefix("report: ")
 	var (
 		count     = flag.Int("count", 6, "go test -count (6 is the fewest for which benchstat gives a 95% confidence interval)")
-		bench     = flag.String("bench", "Churn|Reset,Heap|Expiry|Advance", "go test -bench regexps, comma-separated: one go test run each")
+		bench     = flag.String("bench", "Churn|Reset,Advance", "go test -bench regexps, comma-separated: one go test run each")
+		fresh     = flag.String("fresh", "Heap|Expiry", "go test -bench regexp to run -count times in a fresh process each")
 		benchtime = flag.String("benchtime", "", "go test -benchtime, if set")
 		procs     = flag.Int("procs", 2, "GOMAXPROCS for the benchmarks")
 		in        = flag.String("in", "", "read saved results from this file instead of running")
@@ -81,6 +85,12 @@ func main() {
 		}
 		benchRuns = append(benchRuns, append(args, "."))
 	}
+	if *fresh != "" {
+		args := []string{"test", "-run=^$", "-bench=" + *fresh, "-count=1", "-benchtime=1x", "-timeout=60m", "."}
+		for range *count {
+			benchRuns = append(benchRuns, args)
+		}
+	}
 	wakeArgs := []string{"test", "-run=^TestWakeups$", "-count=1", "-v", "."}
 
 	if *in == "" {
@@ -98,10 +108,19 @@ func main() {
 			return fmt.Sprintf("cd bench && GOMAXPROCS=%d go %s", *procs, strings.Join(quoted, " "))
 		}
 		var cmds []string
-		for _, args := range benchRuns {
-			cmds = append(cmds, shell(args))
+		for i := 0; i < len(benchRuns); {
+			n := 1
+			for i+n < len(benchRuns) && slices.Equal(benchRuns[i+n], benchRuns[i]) {
+				n++
+			}
+			c := shell(benchRuns[i])
+			if n > 1 {
+				c = fmt.Sprintf("cd bench && for i in $(seq %d); do %s; done  # a fresh process each time", n, strings.TrimPrefix(c, "cd bench && "))
+			}
+			cmds = append(cmds, c)
+			i += n
 		}
-		m["bench-command"], m["wakeups-command"] = strings.Join(cmds, "; "), shell(wakeArgs)
+		m["bench-command"], m["wakeups-command"] = strings.Join(cmds, "\t"), shell(wakeArgs)
 		*in = abs(*raw)
 		if err := runAll(benchDir, *in, m, *procs, benchRuns, wakeArgs); err != nil {
 			log.Fatal(err)
