@@ -5,13 +5,15 @@
 //
 // Run it from the bench module:
 //
-//	cd bench && go run ./cmd/report [-count 6] [-bench 'Churn|Reset,Advance'] [-fresh 'Heap|Expiry']
+//	cd bench && go run ./cmd/report [-count 6] [-bench 'Churn|Reset|Advance'] [-fresh 'Heap|Expiry']
 //
-// Each comma-separated -bench pattern is a separate go test run with
-// -count, so that no single run takes much longer than ten minutes. The
-// -fresh benchmarks are run -count times in a fresh process each, once
-// (-count=1 -benchtime=1x): the runtime's first 10^6 timers or goroutines
-// in a process cost more than later ones, and users pay for the first.
+// It runs -count rounds. Each round is one go test run of the -bench
+// benchmarks with -count=1, then one of the -fresh benchmarks with
+// -count=1 -benchtime=1x. Rounds interleave the samples, so that a slow
+// spell on a shared machine does not fall on one implementation's samples
+// only; and each -fresh sample comes from a fresh process, because the
+// runtime's first 10^6 timers or goroutines in a process cost more than
+// later ones, and users pay for the first.
 //
 // With -in it skips running and rebuilds the documents from saved output.
 // Paths in flags are relative to the repository root.
@@ -53,9 +55,9 @@ func main() {
 	log.SetFlags(0)
 	log.SetPrefix("report: ")
 	var (
-		count     = flag.Int("count", 6, "go test -count (6 is the fewest for which benchstat gives a 95% confidence interval)")
-		bench     = flag.String("bench", "Churn|Reset,Advance", "go test -bench regexps, comma-separated: one go test run each")
-		fresh     = flag.String("fresh", "Heap|Expiry", "go test -bench regexp to run -count times in a fresh process each")
+		count     = flag.Int("count", 6, "rounds, i.e. samples per benchmark (6 is the fewest for which benchstat gives a 95% confidence interval)")
+		bench     = flag.String("bench", "Churn|Reset|Advance", "go test -bench regexp, run once per round")
+		fresh     = flag.String("fresh", "Heap|Expiry", "go test -bench regexp, run once per round with -benchtime=1x")
 		benchtime = flag.String("benchtime", "", "go test -benchtime, if set")
 		procs     = flag.Int("procs", 2, "GOMAXPROCS for the benchmarks")
 		in        = flag.String("in", "", "read saved results from this file instead of running")
@@ -77,19 +79,17 @@ func main() {
 		return filepath.Join(root, p)
 	}
 
-	var benchRuns [][]string
-	for _, pat := range strings.Split(*bench, ",") {
-		args := []string{"test", "-run=^$", "-bench=" + pat, "-count=" + strconv.Itoa(*count), "-timeout=60m"}
+	// One round: the go test runs that give every benchmark one sample.
+	var round [][]string
+	if *bench != "" {
+		args := []string{"test", "-run=^$", "-bench=" + *bench, "-count=1", "-timeout=60m"}
 		if *benchtime != "" {
 			args = append(args, "-benchtime="+*benchtime)
 		}
-		benchRuns = append(benchRuns, append(args, "."))
+		round = append(round, append(args, "."))
 	}
 	if *fresh != "" {
-		args := []string{"test", "-run=^$", "-bench=" + *fresh, "-count=1", "-benchtime=1x", "-timeout=60m", "."}
-		for range *count {
-			benchRuns = append(benchRuns, args)
-		}
+		round = append(round, []string{"test", "-run=^$", "-bench=" + *fresh, "-count=1", "-benchtime=1x", "-timeout=60m", "."})
 	}
 	wakeArgs := []string{"test", "-run=^TestWakeups$", "-count=1", "-v", "."}
 
@@ -108,21 +108,13 @@ func main() {
 			return fmt.Sprintf("cd bench && GOMAXPROCS=%d go %s", *procs, strings.Join(quoted, " "))
 		}
 		var cmds []string
-		for i := 0; i < len(benchRuns); {
-			n := 1
-			for i+n < len(benchRuns) && slices.Equal(benchRuns[i+n], benchRuns[i]) {
-				n++
-			}
-			c := shell(benchRuns[i])
-			if n > 1 {
-				c = fmt.Sprintf("cd bench && for i in $(seq %d); do %s; done  # a fresh process each time", n, strings.TrimPrefix(c, "cd bench && "))
-			}
-			cmds = append(cmds, c)
-			i += n
+		for _, args := range round {
+			cmds = append(cmds, strings.TrimPrefix(shell(args), "cd bench && "))
 		}
-		m["bench-command"], m["wakeups-command"] = strings.Join(cmds, "\t"), shell(wakeArgs)
+		m["bench-command"] = fmt.Sprintf("cd bench && for round in $(seq %d); do %s; done", *count, strings.Join(cmds, "; "))
+		m["wakeups-command"] = shell(wakeArgs)
 		*in = abs(*raw)
-		if err := runAll(benchDir, *in, m, *procs, benchRuns, wakeArgs); err != nil {
+		if err := runAll(benchDir, *in, m, *procs, *count, round, wakeArgs); err != nil {
 			log.Fatal(err)
 		}
 	} else {
@@ -164,7 +156,7 @@ func main() {
 
 // runAll runs the benchmarks and the wake-up count, and saves their output
 // under a header describing the run.
-func runAll(benchDir, path string, m meta, procs int, benchRuns [][]string, wakeArgs []string) error {
+func runAll(benchDir, path string, m meta, procs, rounds int, round [][]string, wakeArgs []string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -178,13 +170,15 @@ func runAll(benchDir, path string, m meta, procs int, benchRuns [][]string, wake
 	if _, err := f.WriteString(h.String()); err != nil {
 		return err
 	}
-	for _, args := range benchRuns {
-		log.Printf("GOMAXPROCS=%d go %s", procs, strings.Join(args, " "))
-		start := time.Now()
-		if err := goCmd(benchDir, procs, io.MultiWriter(f, os.Stderr), args...); err != nil {
-			return err
+	for i := range rounds {
+		for _, args := range round {
+			log.Printf("round %d of %d: GOMAXPROCS=%d go %s", i+1, rounds, procs, strings.Join(args, " "))
+			start := time.Now()
+			if err := goCmd(benchDir, procs, io.MultiWriter(f, os.Stderr), args...); err != nil {
+				return err
+			}
+			log.Printf("took %v", time.Since(start).Round(time.Second))
 		}
-		log.Printf("took %v", time.Since(start).Round(time.Second))
 	}
 	log.Print(m["wakeups-command"])
 	var out bytes.Buffer

@@ -18,9 +18,6 @@ var metaKeys = []string{
 	"report-command", "bench-command", "wakeups-command",
 }
 
-// bench-command holds one command per go test run (or loop of runs),
-// separated by tabs.
-
 func machineMeta(root, benchDir string) meta {
 	m := meta{
 		"nproc":  output(root, "nproc"),
@@ -121,9 +118,7 @@ func (m meta) markdown(res results, tables map[string]string, plotRel string) st
 	p("| library commit | %s |\n", m["commit"])
 	p("| raw output | [`%s`](../%s) |\n\n", res.rawRel, res.rawRel)
 	p("Commands (the report command runs the others):\n\n```sh\n%s\n", m["report-command"])
-	for _, c := range strings.Split(m["bench-command"], "\t") {
-		p("%s\n", c)
-	}
+	p("%s\n", m["bench-command"])
 	p("%s\n```\n\n", m["wakeups-command"])
 
 	p("## Targets (issue 4)\n\n")
