@@ -406,7 +406,7 @@ func churnPlot(res results, path string) error {
 	p.X.Label.Text = "live timers"
 	p.Y.Label.Text = "ns/op (median, bars: min–max)"
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = ticks125{}
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Add(plotter.NewGrid())
@@ -446,10 +446,28 @@ func churnPlot(res results, path string) error {
 		p.Add(line, points, bars)
 		p.Legend.Add(implLabel(impl), line, points)
 	}
+	// Head room on the log axis for the legend, which sits top left.
+	p.Y.Max *= 4
+	p.Y.Min /= 1.5
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
+}
+
+// ticks125 labels a log axis at 1, 2 and 5 times the powers of ten.
+type ticks125 struct{}
+
+func (ticks125) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
+		for _, m := range []float64{1, 2, 5} {
+			if v := m * math.Pow(10, e); v >= lo && v <= hi {
+				ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+			}
+		}
+	}
+	return ts
 }
 
 type errPoints struct {

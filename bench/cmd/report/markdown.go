@@ -174,6 +174,32 @@ func (m meta) markdown(res results, tables map[string]string, plotRel string) st
 	p("CPU for expiry is process CPU (user + system, all threads, GC included) from the end of arming until\n")
 	p("the last callback ran; \"cpu-sec/op\" below also counts arming.\n\n")
 
+	if keys := res.familyKeys("Expiry"); len(keys) > 0 {
+		p("Every expiry sample, in run order (fire-cpu-sec/op, and in brackets max-goroutines). The\n")
+		p("runtime's cost is bimodal: while goroutine creation keeps up with the expiries it needs about a\n")
+		p("second of CPU and thousands of goroutines; once it falls behind, hundreds of thousands pile up\n")
+		p("and it needs several seconds. The first burst in a process falls behind more often.\n\n")
+		p("| benchmark | impl | samples |\n|---|---|---|\n")
+		for _, key := range keys {
+			for _, impl := range implOrder {
+				cpu, gs := res.samples[key][impl]["fire-cpu-sec/op"], res.samples[key][impl]["max-goroutines"]
+				if len(cpu) == 0 {
+					continue
+				}
+				var cells []string
+				for i, v := range cpu {
+					c := num(v)
+					if i < len(gs) {
+						c += fmt.Sprintf(" (%.0f)", gs[i])
+					}
+					cells = append(cells, c)
+				}
+				p("| %s | %s | %s |\n", strings.TrimPrefix(key, "Benchmark"), impl, strings.Join(cells, ", "))
+			}
+		}
+		p("\n")
+	}
+
 	if plotRel != "" {
 		p("## Churn: arm + Stop next to N live timers\n\n")
 		p("![ns/op of AfterFunc(d, f).Stop() against the number of live timers, per implementation](%s)\n\n", plotRel)
@@ -243,9 +269,7 @@ func (m meta) markdown(res results, tables map[string]string, plotRel string) st
 	p("  until the last callback; `wall-sec/op` is from the first deadline to the last callback (1 s is\n")
 	p("  ideal); `max-goroutines` is sampled every 5 ms. Its ns/op includes arming and the 2 s lead.\n")
 	p("  `state=cold` is the first mass expiry in a fresh process, `state=warm` the second in the same\n")
-	p("  process. The runtime's first one creates up to a million goroutines from scratch; later ones\n")
-	p("  reuse the goroutine structures it left, and cost it several times less CPU. A server pays the\n")
-	p("  cold price on its first such burst.\n")
+	p("  process, which reuses the goroutine structures the first one left.\n")
 	p("- **Advance** (timingwheel only) `ns/timer`: 10^3 or 10^6 timers 30–60 s out on a fake clock, then\n")
 	p("  only the Advance calls are timed. `drive=jump`: `clock.Mock.Add` past every deadline (untimed),\n")
 	p("  then one Advance. `drive=next`: step a fake clock to each `h.Next()` and Advance there, as the\n")
