@@ -137,7 +137,7 @@ func (h *Hierarchy) check() error {
 	}); err != nil {
 		return err
 	}
-	if c := int(h.count.Load()); c != n {
+	if c := h.count; c != n {
 		return fmt.Errorf("Len %d, but %d timers in lists", c, n)
 	}
 	return nil

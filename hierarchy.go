@@ -120,6 +120,7 @@ func WithLevels(slots ...int) Option {
 // concurrent use by multiple goroutines.
 type Hierarchy struct {
 	clock  clock.Clock
+	real   bool // clock is the default real clock: read package time directly
 	origin time.Time
 	tick   int64 // nanoseconds
 	top    int   // slots per level added beyond the configured ones
@@ -129,12 +130,12 @@ type Hierarchy struct {
 	// skip the lock (see Timer.resetTo): it is re-filed when its slot comes up.
 	lazyTicks int64
 
-	now   atomic.Int64 // current tick; written with mu held
-	count atomic.Int64 // armed timers; written with mu held
+	now atomic.Int64 // current tick; written with mu held
 
 	advMu sync.Mutex // serializes Advance
 
 	mu         sync.Mutex
+	count      int // armed timers
 	levels     []*level
 	overdue    Timer // timers due before now, sorted by filed tick
 	firing     Timer // timers collected by Advance and not yet run
@@ -163,11 +164,13 @@ func New(opts ...Option) (*Hierarchy, error) {
 			return nil, err
 		}
 	}
-	if c.clock == nil {
+	real := c.clock == nil
+	if real {
 		c.clock = clock.New()
 	}
 	h := &Hierarchy{
 		clock:      c.clock,
+		real:       real,
 		tick:       int64(c.tick),
 		top:        c.slots[len(c.slots)-1],
 		lazyTicks:  int64(c.slots[0]),
@@ -231,7 +234,7 @@ func (h *Hierarchy) arm(t *Timer, w int64) *Timer {
 	t.when.Store(w)
 	d := h.dueTick(w)
 	h.mu.Lock()
-	h.count.Add(1)
+	h.count++
 	h.armLocked(t, d)
 	h.mu.Unlock()
 	return t
@@ -239,7 +242,11 @@ func (h *Hierarchy) arm(t *Timer, w int64) *Timer {
 
 // Len returns the number of timers armed now: those that have neither fired
 // (their callback has not started) nor been stopped.
-func (h *Hierarchy) Len() int { return int(h.count.Load()) }
+func (h *Hierarchy) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.count
+}
 
 // armLocked places t, newly (re-)armed and due at tick d, and wakes the
 // driver if t is due before the driver meant to wake. h.mu must be held.
@@ -377,7 +384,7 @@ func (h *Hierarchy) Advance() int {
 			continue
 		}
 		t.filed.Store(unarmed)
-		h.count.Add(-1)
+		h.count--
 		f := t.f
 		h.mu.Unlock()
 		locked = false
@@ -449,7 +456,7 @@ func (h *Hierarchy) Next() (time.Time, bool) {
 
 // nextLocked returns the tick of the next work for Advance. h.mu must be held.
 func (h *Hierarchy) nextLocked() (int64, bool) {
-	if h.count.Load() == 0 {
+	if h.count == 0 {
 		return 0, false
 	}
 	e, _, _, ok := h.nextEventLocked()
@@ -478,7 +485,7 @@ func (t *Timer) Stop() bool {
 	}
 	h.unlinkLocked(t)
 	t.filed.Store(unarmed)
-	h.count.Add(-1)
+	h.count--
 	h.mu.Unlock()
 	return true
 }
@@ -537,7 +544,7 @@ func (t *Timer) resetTo(h *Hierarchy, w int64) bool {
 	if armed {
 		h.unlinkLocked(t)
 	} else {
-		h.count.Add(1)
+		h.count++
 	}
 	t.when.Store(w)
 	h.armLocked(t, h.dueTick(w))
