@@ -724,3 +724,136 @@ func TestConcurrentChurn(t *testing.T) {
 		assert.Equal(t, c.armings.Load(), c.endings.Load(), "timer %d: armings vs fired+cancelled", i)
 	}
 }
+
+// TestStress_RealClockDriver has 8 goroutines arm, stop and re-arm short
+// timers (1–50ms) on the real clock for a while, with the driver running.
+// Every arming ends exactly once: fired, or cancelled by a Stop or Reset
+// that returned true; never both, never twice.
+func TestStress_RealClockDriver(t *testing.T) {
+	run := 2 * time.Second
+	if testing.Short() {
+		run = 300 * time.Millisecond
+	}
+	h, err := New()
+	require.NoError(t, err)
+	h.Start()
+	type counted struct {
+		t                *Timer
+		armings, endings atomic.Int64
+	}
+	const workers = 8
+	var all sync.Map // *counted -> struct{}
+	deadline := time.Now().Add(run)
+	var wg sync.WaitGroup
+	var early atomic.Int64
+	for w := range workers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 77))
+			var mine []*counted
+			for time.Now().Before(deadline) {
+				switch op := r.IntN(10); {
+				case op < 3 || len(mine) == 0:
+					c := &counted{}
+					c.armings.Store(1)
+					at := time.Now().Add(time.Duration(1+r.IntN(50)) * time.Millisecond)
+					c.t = h.AtFunc(at, func() {
+						// Only the first arming's deadline is known here;
+						// a Reset (counted before it is made) moves it.
+						if now := time.Now(); c.armings.Load() == 1 && now.Before(at) {
+							early.Add(1)
+						}
+						c.endings.Add(1)
+					})
+					mine = append(mine, c)
+					all.Store(c, struct{}{})
+				case op < 5:
+					if c := mine[r.IntN(len(mine))]; c.t.Stop() {
+						c.endings.Add(1)
+					}
+				default:
+					c := mine[r.IntN(len(mine))]
+					c.armings.Add(1)
+					if c.t.Reset(time.Duration(1+r.IntN(50)) * time.Millisecond) {
+						c.endings.Add(1)
+					}
+				}
+				if len(mine) > 500 {
+					mine = mine[250:]
+				}
+				if r.IntN(64) == 0 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	time.Sleep(60 * time.Millisecond) // let the last timers fire
+	h.Stop()
+	n := 0
+	all.Range(func(k, _ any) bool {
+		c := k.(*counted)
+		if c.t.Stop() {
+			c.endings.Add(1)
+		}
+		n++
+		require.Equal(t, c.armings.Load(), c.endings.Load(), "armings vs fired+cancelled")
+		return true
+	})
+	assert.Zero(t, early.Load(), "timers fired before their deadline")
+	assert.Zero(t, h.Len())
+	mustCheck(t, h)
+	t.Logf("%d timers", n)
+}
+
+// TestLatenessUnderLoad arms 10^5 timers on the real clock with the driver
+// running while other goroutines burn CPU, and reports how late they fire.
+// None may fire early.
+func TestLatenessUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time")
+	}
+	h, err := New()
+	require.NoError(t, err)
+	h.Start()
+	defer h.Stop()
+	stop := make(chan struct{})
+	var burners sync.WaitGroup
+	for range 2 {
+		burners.Go(func() {
+			x := 0
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					for i := range 10000 {
+						x += i
+					}
+				}
+			}
+		})
+	}
+	n := 100_000
+	if raceEnabled {
+		n = 20_000 // the race detector slows each callback tenfold
+	}
+	late := make([]time.Duration, n)
+	var done sync.WaitGroup
+	done.Add(n)
+	r := rand.New(rand.NewPCG(1, 1))
+	start := time.Now().Add(100 * time.Millisecond) // arming takes a while too
+	for i := range n {
+		at := start.Add(time.Duration(r.Int64N(int64(time.Second))))
+		h.AtFunc(at, func() {
+			late[i] = time.Since(at)
+			done.Done()
+		})
+	}
+	done.Wait()
+	close(stop)
+	burners.Wait()
+	slices.Sort(late)
+	assert.GreaterOrEqual(t, late[0], time.Duration(0), "a timer fired early")
+	t.Logf("lateness of %d timers under CPU load: p50 %v, p99 %v, max %v",
+		n, late[n/2], late[n*99/100], late[n-1])
+}
