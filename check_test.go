@@ -1,0 +1,140 @@
+package timingwheel
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"math/bits"
+)
+
+// setBits yields the index of every set bit of a bitmap.
+func setBits(words []uint64) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for i, w := range words {
+			for w != 0 {
+				if !yield(i<<6 | bits.TrailingZeros64(w)) {
+					return
+				}
+				w &= w - 1
+			}
+		}
+	}
+}
+
+// check verifies the hierarchy's invariants and returns the first one that
+// does not hold. It takes h.mu (callbacks run without it, so it may be
+// called from one). It is test-only code: the production build carries none
+// of it.
+//
+//   - every list is a well-formed circular list; its nodes belong to h;
+//   - every timer in a slot of level i is filed (marker-free) at a tick in
+//     now's revolution of level i but not of level i-1, in the slot its tick
+//     implies, at or after now's slot (after it, above level 0);
+//   - its deadline is due no earlier than the tick it is filed at (a lazy
+//     Reset only moves deadlines later);
+//   - a slot's occupancy bit is set exactly when the slot is non-empty
+//     (set bits are checked directly; a timer under a clear bit would be
+//     missed by the walk and caught by the count);
+//   - the overdue list is sorted and due by now; the firing list is
+//     empty between Advances;
+//   - Len equals the number of timers in all lists.
+func (h *Hierarchy) check() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := h.now.Load()
+	n := 0
+	// walk checks the list s; name is called only to describe a failure.
+	walk := func(name func() string, s *Timer, each func(t *Timer) error) (err error) {
+		defer func() {
+			if err != nil {
+				err = fmt.Errorf("%s: %w", name(), err)
+			}
+		}()
+		if s.f != nil {
+			return errors.New("sentinel has a callback")
+		}
+		for x := s.next; x != s; x = x.next {
+			if x == nil || x.next == nil || x.next.prev != x {
+				return errors.New("broken links")
+			}
+			if x.h != h || x.f == nil {
+				return errors.New("foreign node")
+			}
+			f := x.filed.Load()
+			if f == unarmed || f == claimed {
+				return fmt.Errorf("timer in a list is marked %d", f)
+			}
+			if d := h.dueTick(x.when.Load()); d < f {
+				return fmt.Errorf("timer due at tick %d filed later, at %d", d, f)
+			}
+			n++
+			if err := each(x); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for i, l := range h.levels {
+		if want := l.lastFor(now); l.last != want {
+			return fmt.Errorf("level %d: last = %d, want %d for now %d", i, l.last, want, now)
+		}
+		cur := l.slotOf(now)
+		// Walk the slots whose bit is set. A timer in a slot whose bit is
+		// clear is caught by the count at the end: it is in no list walked.
+		for s := range setBits(l.occ) {
+			if s >= len(l.slots) {
+				return fmt.Errorf("level %d: occupancy bit %d beyond %d slots", i, s, len(l.slots))
+			}
+			sent := &l.slots[s]
+			if sent.empty() {
+				return fmt.Errorf("level %d slot %d: occupancy bit set, slot empty", i, s)
+			}
+			if int(sent.when.Load()) != i || int(sent.filed.Load()) != s {
+				return fmt.Errorf("level %d slot %d: sentinel says level %d slot %d", i, s, sent.when.Load(), sent.filed.Load())
+			}
+			if s < cur || (i > 0 && s == cur) {
+				return fmt.Errorf("level %d: slot %d occupied, behind now's slot %d", i, s, cur)
+			}
+			name := func() string { return fmt.Sprintf("level %d slot %d", i, s) }
+			err := walk(name, sent, func(t *Timer) error {
+				f := t.filed.Load()
+				switch {
+				case f < now:
+					return fmt.Errorf("filed at tick %d, before now %d", f, now)
+				case f > l.last:
+					return fmt.Errorf("filed at tick %d, beyond the level's revolution (last %d)", f, l.last)
+				case i > 0 && f <= h.levels[i-1].last:
+					return fmt.Errorf("filed at tick %d, within the level below (last %d)", f, h.levels[i-1].last)
+				case l.slotOf(f) != s:
+					return fmt.Errorf("filed at tick %d, which is slot %d", f, l.slotOf(f))
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	prev := int64(minDeadline)
+	if err := walk(func() string { return "overdue" }, &h.overdue, func(t *Timer) error {
+		f := t.filed.Load()
+		// Before now, or at now if armed by a callback of the tick now.
+		if f < prev || f > now {
+			return fmt.Errorf("filed at tick %d: unsorted (after %d) or after now %d", f, prev, now)
+		}
+		prev = f
+		return nil
+	}); err != nil {
+		return err
+	}
+	if !h.advancing && !h.firing.empty() {
+		return errors.New("firing list not empty between Advances")
+	}
+	if err := walk(func() string { return "firing" }, &h.firing, func(*Timer) error { return nil }); err != nil {
+		return err
+	}
+	if c := int(h.count.Load()); c != n {
+		return fmt.Errorf("Len %d, but %d timers in lists", c, n)
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package timingwheel
+
+import (
+	"math"
+	"math/bits"
+)
+
+// A level is one wheel of the hierarchy: a ring of slots, each as wide as a
+// whole revolution of the level below (one tick at level 0).
+//
+// Placement is absolute, like the digits of a mixed-radix counter: a timer
+// due at tick d lives at the lowest level whose current revolution (the one
+// that contains the hierarchy's current tick, now) also contains d, in slot
+// (d / width) mod len(slots). So a level only ever holds timers of its
+// current revolution, in slots at or after now's digit, and no slot needs to
+// remember which revolution it belongs to.
+//
+// When now reaches the first tick of an occupied slot at level > 0 (its
+// event), the slot is emptied and each timer is placed again: it lands at a
+// lower level, since now and the timer now agree on this level's digit.
+type level struct {
+	width int64   // ticks per slot
+	span  int64   // ticks per revolution, width*len(slots); 0 if that exceeds int64 (unbounded)
+	last  int64   // last tick of the revolution that contains now
+	slots []Timer // list sentinels
+	occ   []uint64
+}
+
+func newLevel(index, n int, width int64) *level {
+	l := &level{
+		width: width,
+		slots: make([]Timer, n),
+		occ:   make([]uint64, (n+63)/64),
+	}
+	if width <= math.MaxInt64/int64(n) {
+		l.span = width * int64(n)
+	}
+	for i := range l.slots {
+		l.slots[i].initList(index, i)
+	}
+	return l
+}
+
+// setNow recomputes the bounds of the revolution that contains now.
+func (l *level) setNow(now int64) { l.last = l.lastFor(now) }
+
+// lastFor returns the last tick of the revolution that contains now.
+func (l *level) lastFor(now int64) int64 {
+	if l.span == 0 {
+		return math.MaxInt64
+	}
+	return satAdd(now-now%l.span, l.span-1)
+}
+
+// slotOf returns the slot of tick d, which must lie in now's revolution.
+func (l *level) slotOf(d int64) int {
+	q := d / l.width
+	if l.span != 0 {
+		q %= int64(len(l.slots))
+	}
+	return int(q)
+}
+
+// setOccupied and clearOccupied maintain the occupancy bitmap.
+func (l *level) setOccupied(s int)   { l.occ[s>>6] |= 1 << (s & 63) }
+func (l *level) clearOccupied(s int) { l.occ[s>>6] &^= 1 << (s & 63) }
+
+// firstOccupied returns the first occupied slot at or after s, without
+// wrapping: a level holds only its current revolution.
+func (l *level) firstOccupied(s int) (int, bool) {
+	i := s >> 6
+	if i >= len(l.occ) {
+		return 0, false
+	}
+	w := l.occ[i] &^ (1<<(s&63) - 1)
+	for {
+		if w != 0 {
+			return i<<6 | bits.TrailingZeros64(w), true
+		}
+		i++
+		if i == len(l.occ) {
+			return 0, false
+		}
+		w = l.occ[i]
+	}
+}
+
+// next returns the level's next event, the first tick of its first occupied
+// slot at or after now's, together with that slot.
+func (l *level) next(now int64) (tick int64, slot int, ok bool) {
+	start := int64(0)
+	if l.span != 0 {
+		start = now - now%l.span
+	}
+	c := l.slotOf(now)
+	s, ok := l.firstOccupied(c)
+	if !ok {
+		return 0, 0, false
+	}
+	// A slot holds only ticks at or after its own first one, so this sum
+	// does not exceed the (representable) due tick of any timer in it.
+	return start + int64(s)*l.width, s, true
+}

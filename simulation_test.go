@@ -1,0 +1,467 @@
+package timingwheel
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+)
+
+// The simulation runs random scripts of arm/stop/reset/advance against the
+// hierarchy and against a naive model (a flat table of timers, scanned in
+// full), and checks after every step that they agree: which timers fired,
+// in what order, Len, Next, Deadline, and the wheel's internal invariants
+// (Hierarchy.check). Scripts come from a seeded PCG in the normal test run
+// and from the fuzzer's bytes in FuzzSimulation; the body is the same.
+
+// simClock is a manual clock. It implements only what the hierarchy reads
+// (Now and Since); the driver is not used here.
+type simClock struct {
+	clock.Clock // nil: any other method panics
+	now         time.Time
+}
+
+func (c *simClock) Now() time.Time                  { return c.now }
+func (c *simClock) Since(t time.Time) time.Duration { return c.now.Sub(t) }
+
+// source yields the script's random choices.
+type source interface {
+	// intn returns a value in [0, n), n > 0.
+	intn(n int64) int64
+	// done reports whether the script is exhausted.
+	done() bool
+}
+
+type rngSource struct {
+	r    *rand.Rand
+	left int
+}
+
+func (s *rngSource) intn(n int64) int64 { return s.r.Int64N(n) }
+func (s *rngSource) done() bool         { s.left--; return s.left < 0 }
+
+// byteSource decodes the fuzzer's input; it ends when the bytes do.
+type byteSource struct{ b []byte }
+
+func (s *byteSource) intn(n int64) int64 {
+	size := 8 // bytes consumed: as few as the range needs
+	switch {
+	case n <= 1<<8:
+		size = 1
+	case n <= 1<<16:
+		size = 2
+	case n <= 1<<32:
+		size = 4
+	}
+	var buf [8]byte
+	k := copy(buf[:size], s.b)
+	s.b = s.b[k:]
+	return int64(binary.LittleEndian.Uint64(buf[:]) % uint64(n))
+}
+func (s *byteSource) done() bool { return len(s.b) == 0 }
+
+// layout is one configuration under test.
+type layout struct {
+	name  string
+	tick  time.Duration
+	slots []int // nil: default
+}
+
+var simLayouts = []layout{
+	{"default", time.Millisecond, nil},
+	{"tiny-2x3", time.Millisecond, []int{2, 2, 2}},
+	{"single-3", time.Millisecond, []int{3}},
+	{"odd-7-5-3", 10 * time.Millisecond, []int{7, 5, 3}},
+	{"pow2-64x3", time.Millisecond, []int{64, 64, 64}},
+	{"ns-tick-2x2", time.Nanosecond, []int{2, 2}},
+	{"wide-100-1000", time.Microsecond, []int{100, 1000}},
+}
+
+// maxLive bounds the timers armed at once in a simulation; beyond it, arming
+// turns into stopping.
+const maxLive = 100
+
+// simTimer is the model's view of one timer.
+type simTimer struct {
+	t     *Timer
+	armed bool
+	when  int64 // ns since origin, as armed
+}
+
+type sim struct {
+	tb     testing.TB
+	desc   string // layout and seed, in every failure
+	src    source
+	clk    *simClock
+	h      *Hierarchy
+	tick   int64
+	widths []int64 // ticks per slot of each configured level, and the top span
+	timers []*simTimer
+	live   int // armed timers, as of the last verify
+	ops    int
+
+	// During Advance: the log of what callbacks saw and did.
+	inAdvance bool
+	target    int64 // the Advance's tick
+	lastDue   int64
+	fired     int
+}
+
+func (s *sim) fatalf(format string, args ...any) {
+	s.tb.Helper()
+	s.tb.Fatalf("%s op %d: %s", s.desc, s.ops, fmt.Sprintf(format, args...))
+}
+
+// modelDue and modelFloor are the reference rounding, written independently
+// of ceilDiv/floorDiv: unsigned arithmetic, no saturation needed.
+func (s *sim) modelDue(w int64) int64 {
+	t := uint64(s.tick)
+	if w >= 0 {
+		return int64((uint64(w) + t - 1) / t)
+	}
+	return -int64(uint64(-w) / t)
+}
+
+func (s *sim) modelFloor(e int64) int64 {
+	t := uint64(s.tick)
+	if e >= 0 {
+		return int64(uint64(e) / t)
+	}
+	return -int64((uint64(-e) + t - 1) / t)
+}
+
+// clamp mirrors the documented representation: deadlines are nanoseconds
+// since the origin, saturated, and no earlier than minDeadline.
+func clampNs(ns int64) int64 { return max(ns, math.MinInt64+2) }
+
+func (s *sim) elapsed() int64 { return int64(s.clk.now.Sub(s.h.origin)) }
+
+func newSim(tb testing.TB, l layout, desc string, src source) *sim {
+	// Start the clock at an instant that is not a multiple of any tick.
+	start := time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.UTC)
+	clk := &simClock{now: start}
+	opts := []Option{WithClock(clk), WithTick(l.tick)}
+	slots := l.slots
+	if slots == nil {
+		slots = []int{1000, 60, 60, 24}
+	} else {
+		opts = append(opts, WithLevels(l.slots...))
+	}
+	h, err := New(opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &sim{tb: tb, desc: desc, src: src, clk: clk, h: h, tick: int64(l.tick)}
+	w := int64(1)
+	for _, n := range slots {
+		s.widths = append(s.widths, w)
+		if w > math.MaxInt64/int64(n) {
+			break
+		}
+		w *= int64(n)
+	}
+	s.widths = append(s.widths, w)
+	return s
+}
+
+// randTicks returns a tick count on a scale picked at random: within one
+// slot of some level, up to a few revolutions of it, beyond the top, huge.
+func (s *sim) randTicks() int64 {
+	switch s.src.intn(8) {
+	case 0:
+		return s.src.intn(3)
+	case 1:
+		return math.MaxInt64 / s.tick // the far end
+	case 2:
+		return s.src.intn(math.MaxInt64/s.tick/2 + 1) // anywhere
+	}
+	w := s.widths[s.src.intn(int64(len(s.widths)))]
+	if w > math.MaxInt64/4 {
+		return s.src.intn(w)
+	}
+	return s.src.intn(4*w + 1)
+}
+
+// randDeadline returns a deadline in ns since the origin.
+func (s *sim) randDeadline() int64 {
+	now := s.elapsed()
+	switch s.src.intn(6) {
+	case 0: // in the past, maybe before the origin
+		return now - s.src.intn(int64(time.Hour))
+	case 1: // a level boundary, exactly or one ns either side
+		w := s.widths[s.src.intn(int64(len(s.widths)))]
+		k := s.modelFloor(now)/w + s.src.intn(4)
+		if k > math.MaxInt64/w/s.tick-1 {
+			return math.MaxInt64
+		}
+		return k*w*s.tick + s.src.intn(3) - 1
+	case 2: // the largest deadline
+		return math.MaxInt64
+	}
+	ticks := s.randTicks()
+	return satAdd(now, satAdd(mulSat(ticks, s.tick), s.src.intn(s.tick)))
+}
+
+func mulSat(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+// pick returns a random model timer, or nil.
+func (s *sim) pick() *simTimer {
+	if len(s.timers) == 0 {
+		return nil
+	}
+	return s.timers[s.src.intn(int64(len(s.timers)))]
+}
+
+func (s *sim) callback(st *simTimer) func() {
+	return func() {
+		if !s.inAdvance {
+			s.fatalf("callback ran outside Advance")
+		}
+		if !st.armed {
+			s.fatalf("timer fired while not armed (stopped, or fired before)")
+		}
+		due := s.modelDue(st.when)
+		if due > s.target {
+			s.fatalf("timer fired early: due tick %d, Advance at tick %d", due, s.target)
+		}
+		if due < s.lastDue {
+			s.fatalf("out of order: due tick %d after %d", due, s.lastDue)
+		}
+		s.lastDue = due
+		st.armed = false
+		s.fired++
+		// Callbacks call back into the hierarchy.
+		switch s.src.intn(6) {
+		case 0: // the retransmit pattern: re-arm itself, after this Advance
+			d, w := s.relative(s.futureDeadline())
+			if st.t.Reset(d) {
+				s.fatalf("Reset in own callback returned true")
+			}
+			st.armed, st.when = true, w
+		case 1: // stop another timer
+			if o := s.pick(); o != nil {
+				if got := o.t.Stop(); got != o.armed {
+					s.fatalf("Stop in callback = %v, model armed = %v", got, o.armed)
+				}
+				o.armed = false
+			}
+		case 2: // arm a new timer, after this Advance
+			s.arm(s.futureDeadline())
+		case 3: // move another timer to after this Advance
+			if o := s.pick(); o != nil {
+				w := s.futureDeadline()
+				if got := o.t.ResetAt(s.h.origin.Add(time.Duration(w))); got != o.armed {
+					s.fatalf("ResetAt in callback = %v, model armed = %v", got, o.armed)
+				}
+				o.armed, o.when = true, w
+			}
+		}
+	}
+}
+
+// futureDeadline returns a deadline due after the running Advance's tick.
+func (s *sim) futureDeadline() int64 {
+	min := mulSat(s.target+1, s.tick)
+	return satAdd(min, mulSat(s.src.intn(3*s.widths[1]+1), s.tick))
+}
+
+// relative returns the duration from now to deadline w, and the deadline
+// that a relative arming with it gets: now+d, saturated.
+func (s *sim) relative(w int64) (time.Duration, int64) {
+	now := s.elapsed()
+	d := satAdd(w, -now)
+	return time.Duration(d), clampNs(satAdd(now, d))
+}
+
+func (s *sim) arm(w int64) {
+	st := &simTimer{armed: true, when: clampNs(w)}
+	if s.src.intn(2) == 0 {
+		st.t = s.h.AtFunc(s.h.origin.Add(time.Duration(w)), s.callback(st))
+	} else {
+		var d time.Duration
+		d, st.when = s.relative(w)
+		st.t = s.h.AfterFunc(d, s.callback(st))
+	}
+	s.timers = append(s.timers, st)
+}
+
+func (s *sim) advance() {
+	now := s.elapsed()
+	switch s.src.intn(8) {
+	case 0:
+		s.clk.now = s.clk.now.Add(time.Duration(1 + s.src.intn(s.tick)))
+	case 1, 2: // to exactly when Next says there is work
+		if next, ok := s.h.Next(); ok && next.After(s.clk.now) {
+			s.clk.now = next
+		}
+	case 3: // backwards, maybe before the origin
+		s.clk.now = s.clk.now.Add(-time.Duration(s.src.intn(int64(time.Hour)) + 1))
+	default:
+		ticks := s.randTicks()
+		if ticks > (math.MaxInt64-now)/s.tick/2 {
+			ticks = s.src.intn(1000) // stay clear of the end of time
+		}
+		s.clk.now = s.clk.now.Add(time.Duration(ticks*s.tick + s.src.intn(s.tick)))
+	}
+	s.target = s.modelFloor(s.elapsed())
+	s.lastDue = math.MinInt64
+	s.fired = 0
+	s.inAdvance = true
+	n := s.h.Advance()
+	s.inAdvance = false
+	if n != s.fired {
+		s.fatalf("Advance returned %d, %d callbacks ran", n, s.fired)
+	}
+	for i, st := range s.timers {
+		if st.armed && s.modelDue(st.when) <= s.target {
+			s.fatalf("timer %d due at tick %d not fired by Advance at tick %d", i, s.modelDue(st.when), s.target)
+		}
+	}
+}
+
+func (s *sim) step() {
+	op := s.src.intn(20)
+	if op < 6 && s.live > maxLive {
+		op = 6 // keep the number of live timers (and the cost of verify) bounded
+	}
+	switch {
+	case op < 6:
+		s.arm(s.randDeadline())
+	case op < 8:
+		if st := s.pick(); st != nil {
+			if got := st.t.Stop(); got != st.armed {
+				s.fatalf("Stop = %v, model armed = %v", got, st.armed)
+			}
+			st.armed = false
+		}
+	case op < 12:
+		st := s.pick()
+		if st == nil {
+			break
+		}
+		w := s.randDeadline()
+		if st.armed && s.src.intn(2) == 0 {
+			w = satAdd(st.when, s.src.intn(2*s.widths[1]*s.tick)) // later: the lazy path
+		}
+		var got bool
+		if s.src.intn(2) == 0 {
+			got = st.t.ResetAt(s.h.origin.Add(time.Duration(w)))
+			w = clampNs(w)
+		} else {
+			var d time.Duration
+			d, w = s.relative(w)
+			got = st.t.Reset(d)
+		}
+		if got != st.armed {
+			s.fatalf("Reset = %v, model armed = %v", got, st.armed)
+		}
+		st.armed, st.when = true, w
+	default:
+		s.advance()
+	}
+	// Drop some timers that can no longer change, to keep the table small.
+	if len(s.timers) > 2*maxLive {
+		s.timers = slices.DeleteFunc(s.timers, func(st *simTimer) bool { return !st.armed })
+	}
+	s.verify()
+}
+
+// verify compares the hierarchy's observable state with the model's.
+func (s *sim) verify() {
+	s.tb.Helper()
+	if err := s.h.check(); err != nil {
+		s.fatalf("invariant: %v", err)
+	}
+	armed, minDue := 0, int64(math.MaxInt64)
+	for _, st := range s.timers {
+		if st.armed {
+			armed++
+			minDue = min(minDue, s.modelDue(st.when))
+		}
+	}
+	for range 4 { // Deadline, of a sample: it is plain bookkeeping
+		if st := s.pick(); st != nil {
+			if got, want := st.t.Deadline(), s.h.origin.Add(time.Duration(st.when)); !got.Equal(want) {
+				s.fatalf("Deadline = %v, want %v", got, want)
+			}
+		}
+	}
+	s.live = armed
+	if got := s.h.Len(); got != armed {
+		s.fatalf("Len = %d, model has %d armed", got, armed)
+	}
+	next, ok := s.h.Next()
+	if ok != (armed > 0) {
+		s.fatalf("Next ok = %v with %d armed", ok, armed)
+	}
+	// Next may be earlier than the first deadline (a cascade is work too),
+	// never later.
+	if ok && next.After(s.h.tickTime(minDue)) {
+		s.fatalf("Next = %v, after the earliest due time %v", next, s.h.tickTime(minDue))
+	}
+}
+
+func (s *sim) run() {
+	for !s.src.done() {
+		s.ops++
+		s.step()
+	}
+}
+
+// simOps is the number of operations per (layout, seed) run.
+func simOps() (seeds, ops int) {
+	if testing.Short() {
+		return 4, 3000
+	}
+	return 25, 6000
+}
+
+// TestSimulation runs seeded random scripts on every layout. At the default
+// size it checks 7 layouts x 25 seeds x 6000 operations (over 10^6).
+func TestSimulation(t *testing.T) {
+	seeds, ops := simOps()
+	total := 0
+	for _, l := range simLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			t.Parallel()
+			for seed := range uint64(seeds) {
+				desc := fmt.Sprintf("layout=%s seed=%d", l.name, seed)
+				src := &rngSource{r: rand.New(rand.NewPCG(seed, 0x7469_6d69_6e67)), left: ops}
+				s := newSim(t, l, desc, src)
+				s.run()
+			}
+		})
+		total += seeds * ops
+	}
+	t.Logf("simulated %d operations", total)
+}
+
+// FuzzSimulation decodes an operation script (and its layout) from the
+// fuzzer's bytes and checks it against the model, like TestSimulation.
+func FuzzSimulation(f *testing.F) {
+	for i := range simLayouts {
+		f.Add(uint8(i), []byte{})
+		seed := make([]byte, 512)
+		r := rand.New(rand.NewPCG(uint64(i), 1))
+		for j := range seed {
+			seed[j] = byte(r.Uint32())
+		}
+		f.Add(uint8(i), seed)
+	}
+	f.Fuzz(func(t *testing.T, layoutIndex uint8, script []byte) {
+		l := simLayouts[int(layoutIndex)%len(simLayouts)]
+		desc := fmt.Sprintf("layout=%s script=%x", l.name, script)
+		s := newSim(t, l, desc, &byteSource{b: script})
+		s.run()
+	})
+}

@@ -1,0 +1,102 @@
+package timingwheel
+
+import (
+	"sync"
+	"time"
+)
+
+// Timeouts is a set of keys that each expire at their own deadline: the
+// shape of per-connection idle timeouts. Add a key when a connection opens
+// and again on each heartbeat (which pushes its deadline back), Remove it
+// when the connection closes, and the expired function is called with the
+// key of every connection that went silent.
+//
+// A key is in the set from Add until it expires or is removed. expired runs
+// once per expiry, on the goroutine that advances the hierarchy, with no
+// lock held; by then the key is no longer in the set, and expired may call
+// any method of the set, for example Add to re-arm the key. A key that is
+// re-armed or removed before expired runs for it is not reported.
+//
+// Timeouts is safe for concurrent use by multiple goroutines. It holds one
+// [Timer] per key and releases it when the key expires or is removed.
+type Timeouts[K comparable] struct {
+	h       *Hierarchy
+	expired func(K)
+
+	mu sync.Mutex
+	m  map[K]*Timer
+}
+
+// NewTimeouts returns an empty set whose keys expire on h, calling expired
+// with each key that expires. It panics if h or expired is nil.
+func NewTimeouts[K comparable](h *Hierarchy, expired func(K)) *Timeouts[K] {
+	if h == nil {
+		panic("timingwheel: NewTimeouts called with a nil Hierarchy")
+	}
+	if expired == nil {
+		panic("timingwheel: NewTimeouts called with a nil expired func")
+	}
+	return &Timeouts[K]{h: h, expired: expired, m: make(map[K]*Timer)}
+}
+
+// Add arms k to expire d from now, adding it to the set, or, if k is in the
+// set, re-arms it with the new deadline (later or earlier). Re-arming a key
+// allocates nothing.
+func (s *Timeouts[K]) Add(k K, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.m[k]; ok {
+		t.Reset(d)
+		return
+	}
+	t := &Timer{h: s.h}
+	t.f = func() { s.fire(k, t) }
+	s.m[k] = s.h.arm(t, s.h.after(d))
+}
+
+// fire is the callback of k's timer t.
+func (s *Timeouts[K]) fire(k K, t *Timer) {
+	s.mu.Lock()
+	// Between t firing and this lock, Add may have re-armed t (report
+	// nothing: the key is live again), or Remove may have taken k out.
+	if s.m[k] != t || t.filed.Load() != unarmed {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.m, k)
+	s.mu.Unlock()
+	s.expired(k)
+}
+
+// Remove takes k out of the set. It reports whether k was in the set; if
+// so, expired will not be called for it.
+func (s *Timeouts[K]) Remove(k K) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.m[k]
+	if !ok {
+		return false
+	}
+	delete(s.m, k)
+	t.Stop()
+	return true
+}
+
+// Deadline returns the deadline k was last armed with, and whether k is in
+// the set.
+func (s *Timeouts[K]) Deadline(k K) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.m[k]
+	if !ok {
+		return time.Time{}, false
+	}
+	return t.Deadline(), true
+}
+
+// Len returns the number of keys in the set.
+func (s *Timeouts[K]) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
