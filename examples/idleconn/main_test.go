@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -131,5 +133,34 @@ func TestPercentile(t *testing.T) {
 	}
 	if got := percentile(nil, 0.5); got != 0 {
 		t.Errorf("percentile(nil, 0.5) = %v, want 0", got)
+	}
+}
+
+// TestCPUByLabel checks the profile decoding behind "timer CPU": CPU burnt
+// under each label must be attributed to it, and the rest counted only in
+// the total.
+func TestCPUByLabel(t *testing.T) {
+	m, err := startCPUMeter()
+	if err != nil {
+		t.Skip("cannot profile here:", err)
+	}
+	burn := func(d time.Duration) {
+		for end := time.Now().Add(d); time.Now().Before(end); {
+		}
+	}
+	pprof.Do(context.Background(), pprof.Labels("timer", "driver"), func(context.Context) { burn(300 * time.Millisecond) })
+	pprof.Do(context.Background(), pprof.Labels("timer", "arm"), func(context.Context) { burn(300 * time.Millisecond) })
+	pprof.Do(context.Background(), pprof.Labels("other", "x"), func(context.Context) { burn(300 * time.Millisecond) })
+	rep, err := m.stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", rep)
+	if rep.Driver <= 0 || rep.Arm <= 0 {
+		t.Errorf("driver %v, arm %v: want CPU time under both labels", rep.Driver, rep.Arm)
+	}
+	if rep.Total <= rep.Driver+rep.Arm || rep.TimerSamples >= rep.Samples {
+		t.Errorf("total %v (%d samples) should exceed the labelled %v (%d samples) by the unlabelled work",
+			rep.Total, rep.Samples, rep.Driver+rep.Arm, rep.TimerSamples)
 	}
 }
