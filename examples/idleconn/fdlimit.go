@@ -30,9 +30,8 @@ func fitConns(want int) (n int, note string, err error) {
 		return 0, "", fmt.Errorf("the open file limit is %d, too low for even one connection "+
 			"(each takes two file descriptors here, plus %d for the process); raise it with ulimit -n", limit, fdReserve)
 	}
-	note = fmt.Sprintf("%d connections need %d file descriptors (client and server end are both in this process), "+
-		"but the open file limit is %d and could not be raised (%v); running %d connections. "+
-		"To run all %d, raise the limit first: ulimit -n %d",
-		want, need, limit, raiseErr, fit, want, need)
+	note = fmt.Sprintf("running %d connections, not %d: they need %d file descriptors (both ends are in this process), "+
+		"the limit is %d, and raising it failed (%v); to run all, first: ulimit -n %d",
+		fit, want, need, limit, raiseErr, need)
 	return fit, note, nil
 }
