@@ -118,21 +118,20 @@ func (r *report) print(w io.Writer) {
 		row("connections opened", "%d in %v", r.Conns, ms(r.ConnectTime))
 	}
 	row("heartbeats handled", "%d (%.0f/s)", r.Heartbeats, float64(r.RunHeartbeats)/r.Elapsed.Seconds())
-	row("silent, closed", "%d of %d silent clients closed %v after their last heartbeat, %d left open",
-		r.SilentClosed, r.Silent, r.Timeout, r.SilentOpen)
-	row("heartbeating, closed", "%d", r.HeartbeatingClosed)
+	row("silent clients", "%d: %d closed, %d left open", r.Silent, r.SilentClosed, r.SilentOpen)
+	row("heartbeating closed", "%d of %d", r.HeartbeatingClosed, r.Conns-r.Silent)
 	if n := len(r.Lateness); n > 0 {
-		row("closing lateness", "p50 %v  p99 %v  max %v  (min %v; each close against its own deadline)",
+		row("closing lateness", "p50 %v  p99 %v  max %v  (min %v), from each deadline to its close",
 			ms(percentile(r.Lateness, 0.50)), ms(percentile(r.Lateness, 0.99)), ms(r.Lateness[n-1]), ms(r.Lateness[0]))
 	}
-	row("heap per connection", "%.0f B in the timing wheel (Timeouts entry and timer); %s for the whole process at peak",
+	row("heap per connection", "%.0f B in the timing wheel (the Timeouts entry and its timer); %s for the whole process",
 		r.WheelBytesPerConn, bytesIEC(float64(r.PeakHeap)/float64(max(r.Conns, 1))))
 	if c := r.CPU; c.Samples > 0 {
 		timer := c.Driver + c.Arm
-		row("timer CPU", "%v (driver %v, arming %v) over %v: %.1f%% of one core, %.1f%% of the process's %v",
-			ms(timer), ms(c.Driver), ms(c.Arm), r.Elapsed.Round(time.Millisecond),
+		row("timer CPU", "%v over %v (driver %v, re-arming %v) = %.1f%% of one core, %.1f%% of the process's %v",
+			ms(timer), r.Elapsed.Round(10*time.Millisecond), ms(c.Driver), ms(c.Arm),
 			100*timer.Seconds()/r.Elapsed.Seconds(), 100*timer.Seconds()/c.Total.Seconds(), ms(c.Total))
-		row("", "(from %d CPU profile samples at 100 Hz, %d of them in timer code)", c.Samples, c.TimerSamples)
+		row("", "(%d CPU profile samples at 100 Hz, %d of them in timer code)", c.Samples, c.TimerSamples)
 	}
 	if p := r.problems(); len(p) > 0 {
 		row("result", "FAIL: %d problems", len(p))
