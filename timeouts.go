@@ -42,16 +42,20 @@ func NewTimeouts[K comparable](h *Hierarchy, expired func(K)) *Timeouts[K] {
 // Add arms k to expire d from now, adding it to the set, or, if k is in the
 // set, re-arms it with the new deadline (later or earlier). Re-arming a key
 // allocates nothing.
-func (s *Timeouts[K]) Add(k K, d time.Duration) {
+func (s *Timeouts[K]) Add(k K, d time.Duration) { s.add(k, d) }
+
+// add is Add; it reports whether k was newly added (not re-armed).
+func (s *Timeouts[K]) add(k K, d time.Duration) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t, ok := s.m[k]; ok {
 		t.Reset(d)
-		return
+		return false
 	}
 	t := &Timer{h: s.h}
 	t.f = func() { s.fire(k, t) }
 	s.m[k] = s.h.arm(t, s.h.after(d))
+	return true
 }
 
 // fire is the callback of k's timer t.
