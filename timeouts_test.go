@@ -250,3 +250,23 @@ func BenchmarkTimeouts_AddRearm(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTimeouts_AddRearmParallel is the heartbeat path of a busy server:
+// many goroutines re-arm random keys of one set.
+func BenchmarkTimeouts_AddRearmParallel(b *testing.B) {
+	h, err := New()
+	require.NoError(b, err)
+	set := NewTimeouts(h, func(int) {})
+	const live = 1_000_000
+	for k := range live {
+		set.Add(k, time.Minute)
+	}
+	b.ReportAllocs()
+	b.ResetTimer() // the setup above allocates
+	b.RunParallel(func(pb *testing.PB) {
+		r := rand.New(rand.NewPCG(rand.Uint64(), 1))
+		for pb.Next() {
+			set.Add(r.IntN(live), time.Minute)
+		}
+	})
+}
