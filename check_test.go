@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"math/bits"
 )
 
@@ -35,7 +36,9 @@ func setBits(words []uint64) iter.Seq[int] {
 //   - a slot's occupancy bit is set exactly when the slot is non-empty
 //     (set bits are checked directly; a timer under a clear bit would be
 //     missed by the walk and caught by the count);
-//   - the overdue list is sorted and due by now, and so is the firing list
+//   - the overdue list is sorted and due by now; the late list (unsorted
+//     arrivals for it) is due by now and lateMin bounds it; the firing list
+//     is due by now
 //     (which is empty between Advances unless a callback panicked);
 //   - Len equals the number of timers in all lists.
 func (h *Hierarchy) check() error {
@@ -126,6 +129,20 @@ func (h *Hierarchy) check() error {
 		return nil
 	}); err != nil {
 		return err
+	}
+	minLate := int64(math.MaxInt64)
+	if err := walk(func() string { return "late" }, &h.late, func(t *Timer) error {
+		f := t.filed.Load()
+		if f > now {
+			return fmt.Errorf("filed at tick %d, after now %d", f, now)
+		}
+		minLate = min(minLate, f)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if !h.late.empty() && h.lateMin > minLate {
+		return fmt.Errorf("late: lateMin %d above the earliest, %d", h.lateMin, minLate)
 	}
 	// The firing list is empty between Advances, unless a callback panicked
 	// and left the rest of its batch to the next Advance.

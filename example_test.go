@@ -113,3 +113,118 @@ func ExampleTimeouts() {
 	// closing idle connection bob
 	// still tracked: 1
 }
+
+func ExampleHierarchy_AtFunc() {
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	start := mock.Now()
+
+	// An absolute deadline, like a session that expires at a set time.
+	t := h.AtFunc(start.Add(90*time.Minute), func() { fmt.Println("session expired") })
+	fmt.Println("deadline:", t.Deadline().Sub(start))
+
+	mock.Add(90*time.Minute - time.Millisecond)
+	fmt.Println("ran:", h.Advance())
+	mock.Add(time.Millisecond)
+	fmt.Println("ran:", h.Advance())
+	// Output:
+	// deadline: 1h30m0s
+	// ran: 0
+	// session expired
+	// ran: 1
+}
+
+func ExampleHierarchy_Start() {
+	// In production: the real clock and the driver goroutine, which sleeps
+	// until the next timer is due (and not at all while none is armed).
+	h, err := timingwheel.New()
+	if err != nil {
+		panic(err)
+	}
+	h.Start()
+	defer h.Stop() // waits for the driver to exit; armed timers stay armed
+
+	done := make(chan struct{})
+	h.AfterFunc(10*time.Millisecond, func() { close(done) })
+	<-done
+	fmt.Println("fired; armed now:", h.Len())
+	// Output:
+	// fired; armed now: 0
+}
+
+func ExampleHierarchy_Next() {
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	start := mock.Now()
+
+	_, ok := h.Next()
+	fmt.Println("work pending:", ok)
+
+	h.AfterFunc(250*time.Millisecond, func() {})
+	next, ok := h.Next()
+	fmt.Println("work pending:", ok, "at", next.Sub(start))
+	// Output:
+	// work pending: false
+	// work pending: true at 250ms
+}
+
+func ExampleTimer_Stop() {
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+
+	t := h.AfterFunc(time.Second, func() { fmt.Println("never runs") })
+	fmt.Println("stopped:", t.Stop())
+	fmt.Println("stopped again:", t.Stop())
+	fmt.Println("armed:", h.Len())
+
+	mock.Add(2 * time.Second)
+	fmt.Println("ran:", h.Advance())
+	// Output:
+	// stopped: true
+	// stopped again: false
+	// armed: 0
+	// ran: 0
+}
+
+func ExampleTimer_ResetAt() {
+	// An event loop that re-arms many timers reads the clock once for all.
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	start := mock.Now()
+
+	timers := make([]*timingwheel.Timer, 3)
+	for i := range timers {
+		timers[i] = h.AfterFunc(time.Minute, func() {})
+	}
+	mock.Add(10 * time.Second)
+	deadline := mock.Now().Add(time.Minute) // one clock read
+	for _, t := range timers {
+		t.ResetAt(deadline)
+	}
+	fmt.Println("deadline:", timers[0].Deadline().Sub(start))
+	// Output:
+	// deadline: 1m10s
+}
+
+func ExampleTimeouts_Remove() {
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	idle := timingwheel.NewTimeouts(h, func(conn int) { fmt.Println("expired", conn) })
+
+	idle.Add(1, time.Minute)
+	idle.Add(2, time.Minute)
+	d, ok := idle.Deadline(1)
+	fmt.Println("conn 1 tracked:", ok, "deadline in", d.Sub(mock.Now()))
+
+	// Connection 1 closes on its own: stop tracking it.
+	fmt.Println("removed:", idle.Remove(1), "left:", idle.Len())
+
+	mock.Add(time.Minute)
+	h.Advance()
+	fmt.Println("left:", idle.Len())
+	// Output:
+	// conn 1 tracked: true deadline in 1m0s
+	// removed: true left: 1
+	// expired 2
+	// left: 0
+}

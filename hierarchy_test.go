@@ -857,3 +857,47 @@ func TestLatenessUnderLoad(t *testing.T) {
 	t.Logf("lateness of %d timers under CPU load: p50 %v, p99 %v, max %v",
 		n, late[n/2], late[n*99/100], late[n-1])
 }
+
+// TestGuarantee3_OrderAfterRecoveredPanic: what a panicking callback left
+// unrun is kept in order with timers armed before the next Advance.
+func TestGuarantee3_OrderAfterRecoveredPanic(t *testing.T) {
+	h, clk := newFake(t)
+	origin := clk.Now()
+	var r recorder
+	h.AtFunc(origin.Add(2*time.Millisecond), func() { panic("boom") })
+	h.AtFunc(origin.Add(2*time.Millisecond), r.fn("B@2"))
+	clk.Set(origin.Add(2 * time.Millisecond))
+	func() {
+		defer func() { recover() }()
+		h.Advance()
+	}()
+	got := r.take()
+	h.AtFunc(origin.Add(time.Millisecond), r.fn("C@1"))
+	h.Advance()
+	got = append(got, r.take()...)
+	if len(got) == 2 {
+		assert.Equal(t, []string{"C@1", "B@2"}, got)
+	} else {
+		assert.Equal(t, []string{"B@2", "C@1"}, got, "B ran before the panic")
+	}
+	mustCheck(t, h)
+}
+
+// TestGuarantee7_PastDeadlinesInAnyOrderAreO1 arms many timers with past
+// deadlines in decreasing order (the worst case for a sorted insert); they
+// must still fire in order.
+func TestGuarantee7_PastDeadlinesInAnyOrderAreO1(t *testing.T) {
+	h, clk := newFake(t)
+	clk.Add(time.Hour)
+	h.Advance()
+	const n = 100_000
+	var got []time.Time
+	now := clk.Now()
+	for i := range n {
+		at := now.Add(-time.Duration(i+1) * time.Millisecond)
+		h.AtFunc(at, func() { got = append(got, at) })
+	}
+	mustCheck(t, h)
+	assert.Equal(t, n, h.Advance())
+	assert.True(t, slices.IsSortedFunc(got, func(a, b time.Time) int { return a.Compare(b) }))
+}

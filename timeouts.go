@@ -20,6 +20,7 @@ import (
 //
 // Timeouts is safe for concurrent use by multiple goroutines. It holds one
 // [Timer] per key and releases it when the key expires or is removed.
+// Create one with [NewTimeouts]; the zero value is not usable.
 type Timeouts[K comparable] struct {
 	h       *Hierarchy
 	expired func(K)
@@ -59,7 +60,7 @@ func (s *Timeouts[K]) shard(k K) *timeoutShard[K] {
 
 // Add arms k to expire d from now, adding it to the set, or, if k is in the
 // set, re-arms it with the new deadline (later or earlier). Re-arming a key
-// allocates nothing.
+// allocates nothing. A d <= 0 expires k on the next [Hierarchy.Advance].
 func (s *Timeouts[K]) Add(k K, d time.Duration) { s.add(k, d) }
 
 // add is Add; it reports whether k was newly added (not re-armed).
