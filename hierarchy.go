@@ -346,6 +346,9 @@ func (h *Hierarchy) mergeLateLocked() {
 		x.insertBefore(t)
 	}
 	clear(s) // keep no references in the scratch slice
+	if cap(s) > 1<<12 {
+		s = nil // a burst of past deadlines: do not hold its memory
+	}
 	h.scratch = s[:0]
 }
 
