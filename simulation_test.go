@@ -95,6 +95,9 @@ type simTimer struct {
 	t     *Timer
 	armed bool
 	when  int64 // ns since origin, as armed
+	// flex is set for a timer armed by a callback with a deadline already
+	// reached: it may fire in that Advance or the next (API.md, 5).
+	flex int
 }
 
 type sim struct {
@@ -115,6 +118,7 @@ type sim struct {
 
 	// During Advance: the log of what callbacks saw and did.
 	inAdvance bool
+	advances  int   // Advance calls so far; the current one's number during it
 	target    int64 // the Advance's tick
 	lastDue   int64
 	fired     int
@@ -254,7 +258,7 @@ func (s *sim) callback(st *simTimer) func() {
 			}
 		}
 		// Callbacks call back into the hierarchy.
-		switch s.src.intn(6) {
+		switch s.src.intn(8) {
 		case 0: // the retransmit pattern: re-arm itself, after this Advance
 			d, w := s.relative(s.futureDeadline())
 			if st.t.Reset(d) {
@@ -278,8 +282,23 @@ func (s *sim) callback(st *simTimer) func() {
 				}
 				o.armed, o.when = true, w
 			}
+		case 4: // re-arm itself for a time already reached: fires now or next Advance
+			w := s.reachedDeadline()
+			if st.t.ResetAt(s.h.origin.Add(time.Duration(w))) {
+				s.fatalf("ResetAt in own callback returned true")
+			}
+			st.armed, st.when, st.flex = true, w, s.advances
+		case 5: // arm a new timer for a time already reached
+			s.arm(s.reachedDeadline())
+			s.timers[len(s.timers)-1].flex = s.advances
 		}
 	}
+}
+
+// reachedDeadline returns a deadline due by the running Advance's tick: at
+// it, or up to a few ticks before.
+func (s *sim) reachedDeadline() int64 {
+	return satAdd(mulSat(s.target, s.tick), -s.src.intn(3*s.tick+1))
 }
 
 // futureDeadline returns a deadline due after the running Advance's tick.
@@ -330,6 +349,7 @@ func (s *sim) advance() {
 			s.stats["jump-beyond-top-level"]++
 		}
 	}
+	s.advances++
 	s.target = s.modelFloor(s.elapsed())
 	s.lastDue = math.MinInt64
 	s.fired = 0
@@ -344,7 +364,7 @@ func (s *sim) advance() {
 		s.fatalf("Advance returned %d, %d callbacks ran", n, s.fired)
 	}
 	for i, st := range s.timers {
-		if st.armed && s.modelDue(st.when) <= s.target {
+		if st.armed && s.modelDue(st.when) <= s.target && st.flex != s.advances {
 			s.fatalf("timer %d due at tick %d not fired by Advance at tick %d", i, s.modelDue(st.when), s.target)
 		}
 	}
