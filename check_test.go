@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"math/bits"
 )
 
@@ -35,8 +36,10 @@ func setBits(words []uint64) iter.Seq[int] {
 //   - a slot's occupancy bit is set exactly when the slot is non-empty
 //     (set bits are checked directly; a timer under a clear bit would be
 //     missed by the walk and caught by the count);
-//   - the overdue list is sorted and due by now; the firing list is
-//     empty between Advances;
+//   - the overdue list is sorted and due by now; the late list (unsorted
+//     arrivals for it) is due by now and lateMin bounds it; the firing list
+//     is due by now
+//     (which is empty between Advances unless a callback panicked);
 //   - Len equals the number of timers in all lists.
 func (h *Hierarchy) check() error {
 	h.mu.Lock()
@@ -127,13 +130,31 @@ func (h *Hierarchy) check() error {
 	}); err != nil {
 		return err
 	}
-	if !h.advancing && !h.firing.empty() {
-		return errors.New("firing list not empty between Advances")
-	}
-	if err := walk(func() string { return "firing" }, &h.firing, func(*Timer) error { return nil }); err != nil {
+	minLate := int64(math.MaxInt64)
+	if err := walk(func() string { return "late" }, &h.late, func(t *Timer) error {
+		f := t.filed.Load()
+		if f > now {
+			return fmt.Errorf("filed at tick %d, after now %d", f, now)
+		}
+		minLate = min(minLate, f)
+		return nil
+	}); err != nil {
 		return err
 	}
-	if c := int(h.count.Load()); c != n {
+	if !h.late.empty() && h.lateMin > minLate {
+		return fmt.Errorf("late: lateMin %d above the earliest, %d", h.lateMin, minLate)
+	}
+	// The firing list is empty between Advances, unless a callback panicked
+	// and left the rest of its batch to the next Advance.
+	if err := walk(func() string { return "firing" }, &h.firing, func(t *Timer) error {
+		if f := t.filed.Load(); f > now {
+			return fmt.Errorf("filed at tick %d, after now %d", f, now)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if c := h.count; c != n {
 		return fmt.Errorf("Len %d, but %d timers in lists", c, n)
 	}
 	return nil

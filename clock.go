@@ -34,9 +34,11 @@ func WithClock(c clock.Clock) Option {
 // arming a timer earlier than its wake-up wakes it. Start does nothing if the
 // driver is already running.
 //
-// Callbacks run on the driver goroutine. A callback that panics there
-// crashes the program, as a panic in any goroutine does; recover inside the
-// callback if that is not wanted.
+// Callbacks run on the driver goroutine. A callback must not call Start or
+// [Hierarchy.Stop]. A callback that panics there crashes the program, as a
+// panic in any goroutine does; recover inside the callback if that is not
+// wanted. Call Stop to end the goroutine when the hierarchy is no longer
+// needed.
 func (h *Hierarchy) Start() {
 	h.runMu.Lock()
 	defer h.runMu.Unlock()

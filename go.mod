@@ -3,3 +3,10 @@ module github.com/timingwheel/timingwheel
 go 1.25.0
 
 require github.com/benbjohnson/clock v1.3.5
+
+require (
+	github.com/davecgh/go-spew v1.1.1 // indirect
+	github.com/pmezard/go-difflib v1.0.0 // indirect
+	github.com/stretchr/testify v1.11.1
+	gopkg.in/yaml.v3 v3.0.1 // indirect
+)

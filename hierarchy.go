@@ -25,9 +25,12 @@
 // # Horizon
 //
 // Deadlines beyond the span of the top level (one day by default) are held
-// in further levels that are added on demand, each as wide as the top level
-// times its slot count. Any deadline up to the largest [time.Duration] from
-// now works; the arithmetic saturates instead of overflowing.
+// in further levels that are added on demand, each with as many slots as
+// the last configured level, every slot as wide as a whole revolution of
+// the level below. Any deadline up to the largest [time.Duration] from now
+// works; the arithmetic saturates instead of overflowing. (Deadlines are
+// kept in nanoseconds since the origin, so one more than about 292 years
+// from the origin is held at that limit.)
 //
 // # Driving the wheels
 //
@@ -47,9 +50,11 @@
 package timingwheel
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,10 +66,12 @@ import (
 // test for it with errors.Is.
 var ErrInvalidConfig = errors.New("timingwheel: invalid config")
 
-// MaxSlots is the largest number of slots [WithLevels] accepts for one level.
+// MaxSlots is the largest number of slots [WithLevels] accepts for one
+// level. Each slot takes 48 bytes, so a level this large takes about 200 MB.
 const MaxSlots = 1 << 22
 
-// An Option configures a [Hierarchy] built by [New].
+// An Option configures a [Hierarchy] built by [New]. A nil Option makes New
+// return an error.
 type Option interface {
 	apply(*config) error
 }
@@ -97,7 +104,8 @@ func WithTick(d time.Duration) Option {
 // at least one level and every level needs at least 2 (and at most
 // [MaxSlots]) slots; counts need not be powers of two. Deadlines beyond the
 // top level are held in further levels added as needed, each with as many
-// slots as the last level given.
+// slots as the last level given. Each slot costs 48 bytes; as the last
+// count also sizes every overflow level, keep it small.
 func WithLevels(slots ...int) Option {
 	slots = append([]int(nil), slots...) // the caller may reuse its slice
 	return optionFunc(func(c *config) error {
@@ -120,6 +128,7 @@ func WithLevels(slots ...int) Option {
 // concurrent use by multiple goroutines.
 type Hierarchy struct {
 	clock  clock.Clock
+	real   bool // clock is the default real clock: read package time directly
 	origin time.Time
 	tick   int64 // nanoseconds
 	top    int   // slots per level added beyond the configured ones
@@ -129,18 +138,21 @@ type Hierarchy struct {
 	// skip the lock (see Timer.resetTo): it is re-filed when its slot comes up.
 	lazyTicks int64
 
-	now   atomic.Int64 // current tick; written with mu held
-	count atomic.Int64 // armed timers; written with mu held
+	now atomic.Int64 // current tick; written with mu held
 
 	advMu sync.Mutex // serializes Advance
 
 	mu         sync.Mutex
+	count      int // armed timers
 	levels     []*level
-	overdue    Timer // timers due before now, sorted by filed tick
-	firing     Timer // timers collected by Advance and not yet run
-	advancing  bool  // an Advance is running callbacks
-	running    bool  // the driver is running
-	sleepUntil int64 // tick the driver sleeps until (MaxInt64: idle)
+	overdue    Timer    // timers due before now, sorted by filed tick
+	late       Timer    // timers filed due before now since the last Advance, unsorted
+	lateMin    int64    // a lower bound of the ticks filed on late
+	scratch    []*Timer // reused by mergeLateLocked
+	firing     Timer    // timers collected by Advance and not yet run
+	advancing  bool     // an Advance is running callbacks
+	running    bool     // the driver is running
+	sleepUntil int64    // tick the driver sleeps until (MaxInt64: idle)
 
 	wake   chan struct{} // wakes the driver for an earlier timer
 	runMu  sync.Mutex    // serializes Start and Stop
@@ -163,11 +175,13 @@ func New(opts ...Option) (*Hierarchy, error) {
 			return nil, err
 		}
 	}
-	if c.clock == nil {
+	real := c.clock == nil
+	if real {
 		c.clock = clock.New()
 	}
 	h := &Hierarchy{
 		clock:      c.clock,
+		real:       real,
 		tick:       int64(c.tick),
 		top:        c.slots[len(c.slots)-1],
 		lazyTicks:  int64(c.slots[0]),
@@ -176,6 +190,7 @@ func New(opts ...Option) (*Hierarchy, error) {
 	}
 	h.origin = h.clock.Now()
 	h.overdue.initList(-1, 0)
+	h.late.initList(-1, 0)
 	h.firing.initList(-1, 0)
 	width := int64(1)
 	for _, n := range c.slots {
@@ -191,7 +206,8 @@ func New(opts ...Option) (*Hierarchy, error) {
 }
 
 // Timer is one timer of a [Hierarchy], created by [Hierarchy.AfterFunc] or
-// [Hierarchy.AtFunc]. Its methods mirror [time.Timer]'s.
+// [Hierarchy.AtFunc]. Its methods mirror [time.Timer]'s. The zero Timer is
+// not usable: its methods panic.
 type Timer struct {
 	next, prev *Timer // position in a list; nil when in none
 	h          *Hierarchy
@@ -204,10 +220,11 @@ type Timer struct {
 	f     func()
 }
 
-// AfterFunc arms a timer that calls f once the clock has passed now+d
-// (rounded up to the next tick). f runs on the goroutine that advances the
-// hierarchy. A d <= 0 makes the timer due at once: it fires on the next
-// [Hierarchy.Advance], never inside AfterFunc. AfterFunc panics if f is nil.
+// AfterFunc arms a timer that calls f once the clock reaches now+d, rounded
+// up to the next tick, and returns the Timer, for Stop and Reset. f runs on
+// the goroutine that advances the hierarchy. A d <= 0 makes the timer due at
+// once: it fires on the next [Hierarchy.Advance], never inside AfterFunc.
+// AfterFunc panics if f is nil.
 func (h *Hierarchy) AfterFunc(d time.Duration, f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: AfterFunc called with a nil func")
@@ -215,10 +232,11 @@ func (h *Hierarchy) AfterFunc(d time.Duration, f func()) *Timer {
 	return h.arm(&Timer{h: h, f: f}, h.after(d))
 }
 
-// AtFunc arms a timer that calls f once the clock has passed deadline
-// (rounded up to the next tick). f runs on the goroutine that advances the
-// hierarchy. A deadline in the past fires on the next [Hierarchy.Advance],
-// never inside AtFunc. AtFunc panics if f is nil.
+// AtFunc arms a timer that calls f once the clock reaches deadline, rounded
+// up to the next tick, and returns the Timer, for Stop and Reset. f runs on
+// the goroutine that advances the hierarchy. A deadline in the past fires on
+// the next [Hierarchy.Advance], never inside AtFunc. AtFunc panics if f is
+// nil.
 func (h *Hierarchy) AtFunc(deadline time.Time, f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: AtFunc called with a nil func")
@@ -231,7 +249,7 @@ func (h *Hierarchy) arm(t *Timer, w int64) *Timer {
 	t.when.Store(w)
 	d := h.dueTick(w)
 	h.mu.Lock()
-	h.count.Add(1)
+	h.count++
 	h.armLocked(t, d)
 	h.mu.Unlock()
 	return t
@@ -239,7 +257,11 @@ func (h *Hierarchy) arm(t *Timer, w int64) *Timer {
 
 // Len returns the number of timers armed now: those that have neither fired
 // (their callback has not started) nor been stopped.
-func (h *Hierarchy) Len() int { return int(h.count.Load()) }
+func (h *Hierarchy) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.count
+}
 
 // armLocked places t, newly (re-)armed and due at tick d, and wakes the
 // driver if t is due before the driver meant to wake. h.mu must be held.
@@ -292,16 +314,42 @@ func (h *Hierarchy) addLevelLocked() {
 	h.levels = append(h.levels, l)
 }
 
-// fileOverdueLocked inserts t, due at tick d, into the overdue list, which
-// is kept sorted by due tick. Insertion searches from the back, where most
-// arrivals belong. h.mu must be held.
+// fileOverdueLocked files t, due at tick d before now (or at now, while an
+// Advance runs), for the next Advance: on the late list, in O(1). The next
+// Advance sorts the late list into the overdue list (mergeLateLocked), so
+// that arming stays O(1) whatever order past deadlines come in.
+// h.mu must be held.
 func (h *Hierarchy) fileOverdueLocked(t *Timer, d int64) {
 	t.filed.Store(d)
-	x := &h.overdue
-	for x.prev != &h.overdue && x.prev.filed.Load() > d {
-		x = x.prev
+	if h.late.empty() || d < h.lateMin {
+		h.lateMin = d
 	}
-	x.insertBefore(t)
+	h.late.pushBack(t)
+}
+
+// mergeLateLocked sorts the late list by due tick and merges it into the
+// overdue list, O(k log k) for k late timers. h.mu must be held.
+func (h *Hierarchy) mergeLateLocked() {
+	if h.late.empty() {
+		return
+	}
+	s := h.scratch[:0]
+	for t := h.late.takeAll(); t != nil; t = t.next {
+		s = append(s, t)
+	}
+	slices.SortStableFunc(s, func(a, b *Timer) int { return cmp.Compare(a.filed.Load(), b.filed.Load()) })
+	x := h.overdue.next
+	for _, t := range s {
+		for x != &h.overdue && x.filed.Load() <= t.filed.Load() {
+			x = x.next
+		}
+		x.insertBefore(t)
+	}
+	clear(s) // keep no references in the scratch slice
+	if cap(s) > 1<<12 {
+		s = nil // a burst of past deadlines: do not hold its memory
+	}
+	h.scratch = s[:0]
 }
 
 // unlinkLocked takes t off whatever list holds it, keeping the occupancy
@@ -353,7 +401,13 @@ func (h *Hierarchy) Advance() int {
 	}()
 
 	// Timers that were due before now come first: take those due by the
-	// target (the clock may have gone backwards), in order.
+	// target (the clock may have gone backwards), in order. What a panicking
+	// callback left on the firing list goes back among them, in order.
+	for t := h.firing.next; t != &h.firing; t = h.firing.next {
+		t.unlink()
+		h.fileOverdueLocked(t, t.filed.Load())
+	}
+	h.mergeLateLocked()
 	for t := h.overdue.next; t != &h.overdue && t.filed.Load() <= target; t = h.overdue.next {
 		t.unlink()
 		h.firing.pushBack(t)
@@ -377,7 +431,7 @@ func (h *Hierarchy) Advance() int {
 			continue
 		}
 		t.filed.Store(unarmed)
-		h.count.Add(-1)
+		h.count--
 		f := t.f
 		h.mu.Unlock()
 		locked = false
@@ -449,7 +503,7 @@ func (h *Hierarchy) Next() (time.Time, bool) {
 
 // nextLocked returns the tick of the next work for Advance. h.mu must be held.
 func (h *Hierarchy) nextLocked() (int64, bool) {
-	if h.count.Load() == 0 {
+	if h.count == 0 {
 		return 0, false
 	}
 	e, _, _, ok := h.nextEventLocked()
@@ -460,6 +514,9 @@ func (h *Hierarchy) nextLocked() (int64, bool) {
 			}
 		}
 	}
+	if !h.late.empty() && (!ok || h.lateMin < e) {
+		e, ok = h.lateMin, true // may be earlier than needed after a Stop: harmless
+	}
 	return e, ok
 }
 
@@ -467,8 +524,8 @@ func (h *Hierarchy) nextLocked() (int64, bool) {
 // the timer: true until its callback starts, even if an Advance has already
 // collected it and is running other callbacks first; false if the callback
 // has started or the timer was already stopped. Stop does not wait for a
-// running callback. The timer is unlinked at once and keeps no memory of
-// the hierarchy's.
+// running callback. The timer is unlinked at once and the hierarchy keeps
+// no reference to it.
 func (t *Timer) Stop() bool {
 	h := t.hierarchy("Stop")
 	h.mu.Lock()
@@ -478,7 +535,7 @@ func (t *Timer) Stop() bool {
 	}
 	h.unlinkLocked(t)
 	t.filed.Store(unarmed)
-	h.count.Add(-1)
+	h.count--
 	h.mu.Unlock()
 	return true
 }
@@ -487,23 +544,29 @@ func (t *Timer) Stop() bool {
 // with the same callback. It reports whether the timer was armed: true means
 // this call also cancelled the pending firing, exactly as [Timer.Stop] would
 // have; false means the timer had fired (its callback started) or been
-// stopped, and is now armed again. A callback may Reset its own timer.
-// Moving an armed timer's deadline later allocates nothing and usually
-// takes no lock.
+// stopped, and is now armed again. A callback may Reset its own timer. A
+// d <= 0 fires on the next [Hierarchy.Advance], never inside Reset.
+//
+// Reset never allocates. Moving an armed timer's deadline later takes no
+// lock unless the timer is within level 0's span of firing (1s by default):
+// it keeps its slot and is re-filed when the slot comes up.
 func (t *Timer) Reset(d time.Duration) bool {
 	h := t.hierarchy("Reset")
 	return t.resetTo(h, h.after(d))
 }
 
-// ResetAt is like [Timer.Reset] with an absolute deadline. It lets a caller
-// that re-arms many timers read the clock once for all of them.
+// ResetAt is like [Timer.Reset] with an absolute deadline; a deadline in the
+// past fires on the next [Hierarchy.Advance]. It lets a caller that re-arms
+// many timers read the clock once for all of them, which is much cheaper
+// than a clock read per timer.
 func (t *Timer) ResetAt(deadline time.Time) bool {
 	h := t.hierarchy("ResetAt")
 	return t.resetTo(h, h.offset(deadline))
 }
 
 // Deadline returns the deadline the timer was last armed with. After the
-// timer fires or is stopped it still returns that deadline.
+// timer fires or is stopped it still returns that deadline. A deadline more
+// than about 292 years from the hierarchy's origin is held at that limit.
 func (t *Timer) Deadline() time.Time {
 	h := t.hierarchy("Deadline")
 	return h.origin.Add(time.Duration(t.when.Load()))
@@ -537,7 +600,7 @@ func (t *Timer) resetTo(h *Hierarchy, w int64) bool {
 	if armed {
 		h.unlinkLocked(t)
 	} else {
-		h.count.Add(1)
+		h.count++
 	}
 	t.when.Store(w)
 	h.armLocked(t, h.dueTick(w))

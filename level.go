@@ -54,7 +54,10 @@ func (l *level) lastFor(now int64) int64 {
 
 // slotOf returns the slot of tick d, which must lie in now's revolution.
 func (l *level) slotOf(d int64) int {
-	q := d / l.width
+	q := d
+	if l.width != 1 { // level 0: spare a division
+		q /= l.width
+	}
 	if l.span != 0 {
 		q %= int64(len(l.slots))
 	}

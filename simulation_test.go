@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The simulation runs random scripts of arm/stop/reset/advance against the
@@ -91,6 +95,9 @@ type simTimer struct {
 	t     *Timer
 	armed bool
 	when  int64 // ns since origin, as armed
+	// flex is set for a timer armed by a callback with a deadline already
+	// reached: it may fire in that Advance or the next (API.md, 5).
+	flex int
 }
 
 type sim struct {
@@ -105,8 +112,13 @@ type sim struct {
 	live   int // armed timers, as of the last verify
 	ops    int
 
+	// stats counts the situations a script reached, to pick a seed corpus
+	// that covers them (see TestWriteFuzzCorpus).
+	stats map[string]int
+
 	// During Advance: the log of what callbacks saw and did.
 	inAdvance bool
+	advances  int   // Advance calls so far; the current one's number during it
 	target    int64 // the Advance's tick
 	lastDue   int64
 	fired     int
@@ -156,7 +168,7 @@ func newSim(tb testing.TB, l layout, desc string, src source) *sim {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &sim{tb: tb, desc: desc, src: src, clk: clk, h: h, tick: int64(l.tick)}
+	s := &sim{tb: tb, desc: desc, src: src, clk: clk, h: h, tick: int64(l.tick), stats: map[string]int{}}
 	w := int64(1)
 	for _, n := range slots {
 		s.widths = append(s.widths, w)
@@ -240,8 +252,13 @@ func (s *sim) callback(st *simTimer) func() {
 		s.lastDue = due
 		st.armed = false
 		s.fired++
+		for i, w := range s.widths[1:] {
+			if due > 0 && due%w == 0 {
+				s.stats[fmt.Sprintf("fired-at-level-%d-boundary", i+1)]++
+			}
+		}
 		// Callbacks call back into the hierarchy.
-		switch s.src.intn(6) {
+		switch s.src.intn(8) {
 		case 0: // the retransmit pattern: re-arm itself, after this Advance
 			d, w := s.relative(s.futureDeadline())
 			if st.t.Reset(d) {
@@ -265,8 +282,23 @@ func (s *sim) callback(st *simTimer) func() {
 				}
 				o.armed, o.when = true, w
 			}
+		case 4: // re-arm itself for a time already reached: fires now or next Advance
+			w := s.reachedDeadline()
+			if st.t.ResetAt(s.h.origin.Add(time.Duration(w))) {
+				s.fatalf("ResetAt in own callback returned true")
+			}
+			st.armed, st.when, st.flex = true, w, s.advances
+		case 5: // arm a new timer for a time already reached
+			s.arm(s.reachedDeadline())
+			s.timers[len(s.timers)-1].flex = s.advances
 		}
 	}
+}
+
+// reachedDeadline returns a deadline due by the running Advance's tick: at
+// it, or up to a few ticks before.
+func (s *sim) reachedDeadline() int64 {
+	return satAdd(mulSat(s.target, s.tick), -s.src.intn(3*s.tick+1))
 }
 
 // futureDeadline returns a deadline due after the running Advance's tick.
@@ -306,24 +338,33 @@ func (s *sim) advance() {
 		}
 	case 3: // backwards, maybe before the origin
 		s.clk.now = s.clk.now.Add(-time.Duration(s.src.intn(int64(time.Hour)) + 1))
+		s.stats["clock-backwards"]++
 	default:
 		ticks := s.randTicks()
 		if ticks > (math.MaxInt64-now)/s.tick/2 {
 			ticks = s.src.intn(1000) // stay clear of the end of time
 		}
 		s.clk.now = s.clk.now.Add(time.Duration(ticks*s.tick + s.src.intn(s.tick)))
+		if ticks > s.widths[len(s.widths)-1] {
+			s.stats["jump-beyond-top-level"]++
+		}
 	}
+	s.advances++
 	s.target = s.modelFloor(s.elapsed())
 	s.lastDue = math.MinInt64
 	s.fired = 0
 	s.inAdvance = true
+	levels := len(s.h.levels)
 	n := s.h.Advance()
 	s.inAdvance = false
+	if len(s.h.levels) > len(s.widths)-1 || levels > len(s.widths)-1 {
+		s.stats["overflow-levels"]++
+	}
 	if n != s.fired {
 		s.fatalf("Advance returned %d, %d callbacks ran", n, s.fired)
 	}
 	for i, st := range s.timers {
-		if st.armed && s.modelDue(st.when) <= s.target {
+		if st.armed && s.modelDue(st.when) <= s.target && st.flex != s.advances {
 			s.fatalf("timer %d due at tick %d not fired by Advance at tick %d", i, s.modelDue(st.when), s.target)
 		}
 	}
@@ -352,6 +393,14 @@ func (s *sim) step() {
 		w := s.randDeadline()
 		if st.armed && s.src.intn(2) == 0 {
 			w = satAdd(st.when, s.src.intn(2*s.widths[1]*s.tick)) // later: the lazy path
+		}
+		if st.armed {
+			if f, now := st.t.filed.Load(), s.h.now.Load(); w >= st.when && f > now && f-now >= s.h.lazyTicks {
+				s.stats["lazy-reset"]++
+			}
+			if s.modelDue(clampNs(w)) == s.modelDue(st.when) {
+				s.stats["same-slot-rearm"]++
+			}
 		}
 		var got bool
 		if s.src.intn(2) == 0 {
@@ -444,6 +493,87 @@ func TestSimulation(t *testing.T) {
 		total += seeds * ops
 	}
 	t.Logf("simulated %d operations", total)
+}
+
+// recordingSource draws from a PCG and records its choices in the encoding
+// byteSource reads, so that a seeded script can be replayed by the fuzzer.
+type recordingSource struct {
+	rngSource
+	bytes []byte
+}
+
+func (s *recordingSource) intn(n int64) int64 {
+	v := s.rngSource.intn(n)
+	size := 8
+	switch {
+	case n <= 1<<8:
+		size = 1
+	case n <= 1<<16:
+		size = 2
+	case n <= 1<<32:
+		size = 4
+	}
+	var buf [8]byte
+	binary.LittleEndian.PutUint64(buf[:], uint64(v))
+	s.bytes = append(s.bytes, buf[:size]...)
+	return v
+}
+
+// corpusWanted lists the situations the committed seed corpus must reach.
+var corpusWanted = []string{
+	"fired-at-level-1-boundary", "fired-at-level-2-boundary", "fired-at-level-3-boundary",
+	"overflow-levels", "same-slot-rearm", "lazy-reset", "clock-backwards", "jump-beyond-top-level",
+}
+
+// TestWriteFuzzCorpus regenerates testdata/fuzz/FuzzSimulation: for each
+// layout, recorded scripts from the seeds that reach the most of
+// corpusWanted. It runs only when TIMINGWHEEL_WRITE_CORPUS is set.
+func TestWriteFuzzCorpus(t *testing.T) {
+	if os.Getenv("TIMINGWHEEL_WRITE_CORPUS") == "" {
+		t.Skip("set TIMINGWHEEL_WRITE_CORPUS=1 to regenerate the seed corpus")
+	}
+	dir := filepath.Join("testdata", "fuzz", "FuzzSimulation")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	covered := map[string]bool{}
+	for li, l := range simLayouts {
+		for _, ops := range []int{60, 400} {
+			bestSeed, bestScore := uint64(0), -1
+			var best []byte
+			for seed := range uint64(200) {
+				src := &recordingSource{rngSource: rngSource{r: rand.New(rand.NewPCG(seed, 99)), left: ops}}
+				s := newSim(t, l, "corpus", src)
+				s.run()
+				score := 0
+				for _, k := range corpusWanted {
+					if s.stats[k] > 0 {
+						score++
+						if !covered[k] {
+							score += 10 // prefer what no file covers yet
+						}
+					}
+				}
+				if score > bestScore {
+					bestSeed, bestScore, best = seed, score, slices.Clone(src.bytes)
+				}
+			}
+			s := newSim(t, l, "corpus", &byteSource{b: best})
+			s.run()
+			var reached []string
+			for _, k := range corpusWanted {
+				if s.stats[k] > 0 {
+					covered[k] = true
+					reached = append(reached, k)
+				}
+			}
+			name := fmt.Sprintf("%s-%dops-seed%d", l.name, ops, bestSeed)
+			body := fmt.Sprintf("go test fuzz v1\nbyte(%q)\n[]byte(%q)\n", byte(li), best)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+			t.Logf("%s: %v", name, reached)
+		}
+	}
+	for _, k := range corpusWanted {
+		assert.True(t, covered[k], "no corpus file reaches %s", k)
+	}
 }
 
 // FuzzSimulation decodes an operation script (and its layout) from the

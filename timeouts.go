@@ -1,6 +1,7 @@
 package timingwheel
 
 import (
+	"hash/maphash"
 	"sync"
 	"time"
 )
@@ -19,12 +20,22 @@ import (
 //
 // Timeouts is safe for concurrent use by multiple goroutines. It holds one
 // [Timer] per key and releases it when the key expires or is removed.
+// Create one with [NewTimeouts]; the zero value is not usable.
 type Timeouts[K comparable] struct {
 	h       *Hierarchy
 	expired func(K)
+	seed    maphash.Seed
+	shards  [timeoutShards]timeoutShard[K]
+}
 
+// The keys are spread over shards, each with its own lock, so that the
+// heartbeats of many connections do not queue on one mutex.
+const timeoutShards = 16
+
+type timeoutShard[K comparable] struct {
 	mu sync.Mutex
 	m  map[K]*Timer
+	_  [64]byte // keep neighbouring shards' locks off one cache line
 }
 
 // NewTimeouts returns an empty set whose keys expire on h, calling expired
@@ -36,48 +47,63 @@ func NewTimeouts[K comparable](h *Hierarchy, expired func(K)) *Timeouts[K] {
 	if expired == nil {
 		panic("timingwheel: NewTimeouts called with a nil expired func")
 	}
-	return &Timeouts[K]{h: h, expired: expired, m: make(map[K]*Timer)}
+	s := &Timeouts[K]{h: h, expired: expired, seed: maphash.MakeSeed()}
+	for i := range s.shards {
+		s.shards[i].m = make(map[K]*Timer)
+	}
+	return s
+}
+
+func (s *Timeouts[K]) shard(k K) *timeoutShard[K] {
+	return &s.shards[maphash.Comparable(s.seed, k)%timeoutShards]
 }
 
 // Add arms k to expire d from now, adding it to the set, or, if k is in the
 // set, re-arms it with the new deadline (later or earlier). Re-arming a key
-// allocates nothing.
-func (s *Timeouts[K]) Add(k K, d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if t, ok := s.m[k]; ok {
-		t.Reset(d)
-		return
+// allocates nothing. A d <= 0 expires k on the next [Hierarchy.Advance].
+func (s *Timeouts[K]) Add(k K, d time.Duration) { s.add(k, d) }
+
+// add is Add; it reports whether k was newly added (not re-armed).
+func (s *Timeouts[K]) add(k K, d time.Duration) bool {
+	w := s.h.after(d) // read the clock before taking the lock
+	sh := s.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if t, ok := sh.m[k]; ok {
+		t.resetTo(s.h, w)
+		return false
 	}
 	t := &Timer{h: s.h}
-	t.f = func() { s.fire(k, t) }
-	s.m[k] = s.h.arm(t, s.h.after(d))
+	t.f = func() { s.fire(sh, k, t) }
+	sh.m[k] = s.h.arm(t, w)
+	return true
 }
 
 // fire is the callback of k's timer t.
-func (s *Timeouts[K]) fire(k K, t *Timer) {
-	s.mu.Lock()
+func (s *Timeouts[K]) fire(sh *timeoutShard[K], k K, t *Timer) {
+	sh.mu.Lock()
 	// Between t firing and this lock, Add may have re-armed t (report
 	// nothing: the key is live again), or Remove may have taken k out.
-	if s.m[k] != t || t.filed.Load() != unarmed {
-		s.mu.Unlock()
+	if sh.m[k] != t || t.filed.Load() != unarmed {
+		sh.mu.Unlock()
 		return
 	}
-	delete(s.m, k)
-	s.mu.Unlock()
+	delete(sh.m, k)
+	sh.mu.Unlock()
 	s.expired(k)
 }
 
 // Remove takes k out of the set. It reports whether k was in the set; if
 // so, expired will not be called for it.
 func (s *Timeouts[K]) Remove(k K) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, ok := s.m[k]
+	sh := s.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	t, ok := sh.m[k]
 	if !ok {
 		return false
 	}
-	delete(s.m, k)
+	delete(sh.m, k)
 	t.Stop()
 	return true
 }
@@ -85,9 +111,10 @@ func (s *Timeouts[K]) Remove(k K) bool {
 // Deadline returns the deadline k was last armed with, and whether k is in
 // the set.
 func (s *Timeouts[K]) Deadline(k K) (time.Time, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, ok := s.m[k]
+	sh := s.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	t, ok := sh.m[k]
 	if !ok {
 		return time.Time{}, false
 	}
@@ -96,7 +123,12 @@ func (s *Timeouts[K]) Deadline(k K) (time.Time, bool) {
 
 // Len returns the number of keys in the set.
 func (s *Timeouts[K]) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.m)
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return n
 }

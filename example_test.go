@@ -1,0 +1,230 @@
+package timingwheel_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/timingwheel/timingwheel"
+)
+
+// Keep ExampleHierarchy_AfterFunc in sync with the quick start in README.md.
+
+func ExampleNew() {
+	// A 10ms tick and three levels: 10ms slots for a second, 1s slots for a
+	// minute, 1min slots for an hour. Later deadlines work too.
+	h, err := timingwheel.New(
+		timingwheel.WithTick(10*time.Millisecond),
+		timingwheel.WithLevels(100, 60, 60),
+	)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("armed:", h.Len())
+
+	_, err = timingwheel.New(timingwheel.WithLevels(60, 1))
+	fmt.Println(err)
+	// Output:
+	// armed: 0
+	// timingwheel: invalid config: WithLevels([60 1]): level 1 has 1 slots; each level needs 2 to 4194304
+}
+
+func ExampleHierarchy_AfterFunc() {
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+
+	h.AfterFunc(25*time.Millisecond, func() { fmt.Println("fired") })
+
+	mock.Add(30 * time.Millisecond)
+	fmt.Println("ran:", h.Advance())
+	// Output:
+	// fired
+	// ran: 1
+}
+
+func ExampleHierarchy_Advance() {
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	start := mock.Now()
+
+	for _, d := range []time.Duration{3 * time.Second, time.Second, 2 * time.Hour} {
+		h.AfterFunc(d, func() { fmt.Println("due after", d, "- fired at", mock.Now().Sub(start)) })
+	}
+	// Drive the hierarchy from your own loop: jump to when Next says there is
+	// work (a firing, or a coarse slot to cascade) and Advance.
+	for h.Len() > 0 {
+		next, _ := h.Next()
+		mock.Set(next)
+		h.Advance()
+	}
+	// Output:
+	// due after 1s - fired at 1s
+	// due after 3s - fired at 3s
+	// due after 2h0m0s - fired at 2h0m0s
+}
+
+func ExampleTimer_Reset() {
+	// A retransmit timer that backs off: each time it fires without an
+	// acknowledgement, it re-arms itself with twice the timeout.
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	start := mock.Now()
+
+	rto := 200 * time.Millisecond
+	var t *timingwheel.Timer
+	t = h.AfterFunc(rto, func() {
+		fmt.Println("retransmit at", mock.Now().Sub(start))
+		rto *= 2
+		t.Reset(rto) // from inside its own callback
+	})
+	for fired := 0; fired < 3; {
+		next, _ := h.Next() // a firing, or a cascade between levels
+		mock.Set(next)
+		fired += h.Advance()
+	}
+	// The acknowledgement arrives: stop retransmitting.
+	fmt.Println("stopped before firing again:", t.Stop())
+	// Output:
+	// retransmit at 200ms
+	// retransmit at 600ms
+	// retransmit at 1.4s
+	// stopped before firing again: true
+}
+
+func ExampleTimeouts() {
+	// Idle-connection timeouts: every heartbeat re-arms the connection's
+	// timeout; the silent one is reported once it expires.
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	idle := timingwheel.NewTimeouts(h, func(conn string) {
+		fmt.Println("closing idle connection", conn)
+	})
+
+	idle.Add("alice", 30*time.Second)
+	idle.Add("bob", 30*time.Second)
+	for range 3 {
+		mock.Add(20 * time.Second)
+		idle.Add("alice", 30*time.Second) // alice sends a heartbeat, bob does not
+		h.Advance()
+	}
+	fmt.Println("still tracked:", idle.Len())
+	// Output:
+	// closing idle connection bob
+	// still tracked: 1
+}
+
+func ExampleHierarchy_AtFunc() {
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	start := mock.Now()
+
+	// An absolute deadline, like a session that expires at a set time.
+	t := h.AtFunc(start.Add(90*time.Minute), func() { fmt.Println("session expired") })
+	fmt.Println("deadline:", t.Deadline().Sub(start))
+
+	mock.Add(90*time.Minute - time.Millisecond)
+	fmt.Println("ran:", h.Advance())
+	mock.Add(time.Millisecond)
+	fmt.Println("ran:", h.Advance())
+	// Output:
+	// deadline: 1h30m0s
+	// ran: 0
+	// session expired
+	// ran: 1
+}
+
+func ExampleHierarchy_Start() {
+	// In production: the real clock and the driver goroutine, which sleeps
+	// until the next timer is due (and not at all while none is armed).
+	h, err := timingwheel.New()
+	if err != nil {
+		panic(err)
+	}
+	h.Start()
+	defer h.Stop() // waits for the driver to exit; armed timers stay armed
+
+	done := make(chan struct{})
+	h.AfterFunc(10*time.Millisecond, func() { close(done) })
+	<-done
+	fmt.Println("fired; armed now:", h.Len())
+	// Output:
+	// fired; armed now: 0
+}
+
+func ExampleHierarchy_Next() {
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	start := mock.Now()
+
+	_, ok := h.Next()
+	fmt.Println("work pending:", ok)
+
+	h.AfterFunc(250*time.Millisecond, func() {})
+	next, ok := h.Next()
+	fmt.Println("work pending:", ok, "at", next.Sub(start))
+	// Output:
+	// work pending: false
+	// work pending: true at 250ms
+}
+
+func ExampleTimer_Stop() {
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+
+	t := h.AfterFunc(time.Second, func() { fmt.Println("never runs") })
+	fmt.Println("stopped:", t.Stop())
+	fmt.Println("stopped again:", t.Stop())
+	fmt.Println("armed:", h.Len())
+
+	mock.Add(2 * time.Second)
+	fmt.Println("ran:", h.Advance())
+	// Output:
+	// stopped: true
+	// stopped again: false
+	// armed: 0
+	// ran: 0
+}
+
+func ExampleTimer_ResetAt() {
+	// An event loop that re-arms many timers reads the clock once for all.
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	start := mock.Now()
+
+	timers := make([]*timingwheel.Timer, 3)
+	for i := range timers {
+		timers[i] = h.AfterFunc(time.Minute, func() {})
+	}
+	mock.Add(10 * time.Second)
+	deadline := mock.Now().Add(time.Minute) // one clock read
+	for _, t := range timers {
+		t.ResetAt(deadline)
+	}
+	fmt.Println("deadline:", timers[0].Deadline().Sub(start))
+	// Output:
+	// deadline: 1m10s
+}
+
+func ExampleTimeouts_Remove() {
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	idle := timingwheel.NewTimeouts(h, func(conn int) { fmt.Println("expired", conn) })
+
+	idle.Add(1, time.Minute)
+	idle.Add(2, time.Minute)
+	d, ok := idle.Deadline(1)
+	fmt.Println("conn 1 tracked:", ok, "deadline in", d.Sub(mock.Now()))
+
+	// Connection 1 closes on its own: stop tracking it.
+	fmt.Println("removed:", idle.Remove(1), "left:", idle.Len())
+
+	mock.Add(time.Minute)
+	h.Advance()
+	fmt.Println("left:", idle.Len())
+	// Output:
+	// conn 1 tracked: true deadline in 1m0s
+	// removed: true left: 1
+	// expired 2
+	// left: 0
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRun transfers a few hundred packets through a lossy receiver and
+// applies the same checks as the demo's exit status.
+func TestRun(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		loss   float64
+		window int
+		minRTO time.Duration
+	}{
+		{"loss=0.1", 0.1, 64, 10 * time.Millisecond},
+		{"loss=0.3,window=8", 0.3, 8, 10 * time.Millisecond},
+		{"loss=0", 0, 16, 10 * time.Millisecond},
+		// An RTO of about a millisecond: spurious retransmissions, whose
+		// duplicates the receiver must absorb.
+		{"loss=0.2,min-rto=1µs", 0.2, 32, time.Microsecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := defaultConfig()
+			cfg.Packets = 500
+			cfg.Loss = tt.loss
+			cfg.Window = tt.window
+			cfg.MinRTO = tt.minRTO
+			cfg.Seed = 7
+			cfg.GiveUp = time.Minute
+			cfg.Progress = t.Output()
+
+			rep, err := run(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			rep.print(&out)
+			t.Log(out.String())
+
+			for _, p := range rep.problems() {
+				t.Error(p)
+			}
+			if rep.Delivered != int64(cfg.Packets) {
+				t.Errorf("delivered %d packets, want %d", rep.Delivered, cfg.Packets)
+			}
+			// Every drop costs a retransmission; the kernel may drop more.
+			if rep.Retransmissions < rep.Dropped {
+				t.Errorf("%d retransmissions for %d dropped datagrams, want at least as many", rep.Retransmissions, rep.Dropped)
+			}
+			if tt.loss > 0 && rep.Dropped == 0 {
+				t.Errorf("no datagram dropped at -loss %v", tt.loss)
+			}
+			if rep.Sent != int64(cfg.Packets)+rep.Retransmissions {
+				t.Errorf("sent %d datagrams, want %d packets + %d retransmissions", rep.Sent, cfg.Packets, rep.Retransmissions)
+			}
+			if rep.RTO < cfg.MinRTO || rep.RTO > cfg.MaxRTO {
+				t.Errorf("final RTO %v outside [-min-rto %v, -max-rto %v]", rep.RTO, cfg.MinRTO, cfg.MaxRTO)
+			}
+		})
+	}
+}
+
+// TestRTOEstimator checks the RFC 6298 arithmetic step by step.
+func TestRTOEstimator(t *testing.T) {
+	ms := time.Millisecond
+	e := rtoEstimator{g: ms, min: 10 * ms, max: 60 * time.Second, initial: time.Second}
+	if got := e.rto(); got != time.Second {
+		t.Errorf("before any sample: rto() = %v, want the initial 1s", got)
+	}
+	if got := e.backoff(2); got != 4*time.Second {
+		t.Errorf("before any sample: backoff(2) = %v, want 4s", got)
+	}
+	steps := []struct {
+		sample             time.Duration
+		srtt, rttvar, want time.Duration
+	}{
+		// First: SRTT = R, RTTVAR = R/2, RTO = R + 4(R/2) = 3R.
+		{100 * ms, 100 * ms, 50 * ms, 300 * ms},
+		// RTTVAR = 3/4*50 + 1/4*|100-200| = 62.5; SRTT = 7/8*100 + 1/8*200 = 112.5.
+		{200 * ms, 112500 * time.Microsecond, 62500 * time.Microsecond, 362500 * time.Microsecond},
+		// RTTVAR = 3/4*62.5 + 1/4*|112.5-112.5| = 46.875; SRTT stays.
+		{112500 * time.Microsecond, 112500 * time.Microsecond, 46875 * time.Microsecond, 300 * ms},
+	}
+	for i, s := range steps {
+		e.sample(s.sample)
+		if e.srtt != s.srtt || e.rttvar != s.rttvar || e.rto() != s.want {
+			t.Errorf("step %d: sample(%v): SRTT %v, RTTVAR %v, RTO %v; want %v, %v, %v",
+				i, s.sample, e.srtt, e.rttvar, e.rto(), s.srtt, s.rttvar, s.want)
+		}
+	}
+	if got := e.backoff(3); got != 2400*ms {
+		t.Errorf("backoff(3) = %v, want 8 x 300ms", got)
+	}
+	if got := e.backoff(40); got != e.max {
+		t.Errorf("backoff(40) = %v, want the ceiling %v", got, e.max)
+	}
+
+	// Tiny RTTs: the granularity, then the floor, take over.
+	f := rtoEstimator{g: ms, min: 10 * ms, max: time.Minute, initial: time.Second}
+	f.sample(50 * time.Microsecond)
+	if got := f.rto(); got != 10*ms {
+		t.Errorf("50µs RTT: rto() = %v, want the 10ms floor", got)
+	}
+	f.min = time.Microsecond
+	if got, want := f.rto(), 50*time.Microsecond+ms; got != want {
+		t.Errorf("50µs RTT, no floor: rto() = %v, want SRTT + G = %v", got, want)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string // in the error; "" for none
+	}{
+		{nil, ""},
+		{[]string{"-packets", "10", "-loss", "0", "-window", "1"}, ""},
+		{[]string{"-packets", "0"}, "-packets must be at least 1"},
+		{[]string{"-size", "0"}, "-size must be between 1 and"},
+		{[]string{"-size", "70000"}, "-size must be between 1 and"},
+		{[]string{"-window", "0"}, "-window must be at least 1"},
+		{[]string{"-loss", "1"}, "below 1"},
+		{[]string{"-loss", "-0.5"}, "below 1"},
+		{[]string{"-min-rto", "0s"}, "-min-rto must be positive"},
+		{[]string{"-initial-rto", "-1s"}, "-initial-rto must be positive"},
+		{[]string{"-max-rto", "5ms"}, "-max-rto (5ms) must not be below -min-rto (10ms)"},
+		{[]string{"extra"}, "unexpected argument"},
+	} {
+		_, err := parseFlags(tt.args, io.Discard)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("parseFlags(%q) = %v, want no error", tt.args, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("parseFlags(%q) = %v, want an error containing %q", tt.args, err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,903 @@
+package timingwheel
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// One test per guarantee of API.md, named after it, then the slot and level
+// arithmetic at every boundary, tiny layouts, concurrency and the driver.
+
+// fakeClock is a manual clock safe for concurrent use. Unlike clock.Mock,
+// moving it does not sleep, so tests can take millions of steps.
+type fakeClock struct {
+	clock.Clock // nil: only Now and Since are implemented
+	mu          sync.Mutex
+	now         time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+func (c *fakeClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+// newMock returns a hierarchy on a fresh clock.Mock.
+func newMock(t *testing.T, opts ...Option) (*Hierarchy, *clock.Mock) {
+	t.Helper()
+	mock := clock.NewMock()
+	h, err := New(append([]Option{WithClock(mock)}, opts...)...)
+	require.NoError(t, err)
+	return h, mock
+}
+
+// newFake returns a hierarchy on a fresh fakeClock.
+func newFake(t testing.TB, opts ...Option) (*Hierarchy, *fakeClock) {
+	t.Helper()
+	clk := newFakeClock()
+	h, err := New(append([]Option{WithClock(clk)}, opts...)...)
+	require.NoError(t, err)
+	return h, clk
+}
+
+// recorder collects the names of fired timers in order.
+type recorder struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (r *recorder) fn(name string) func() {
+	return func() {
+		r.mu.Lock()
+		r.got = append(r.got, name)
+		r.mu.Unlock()
+	}
+}
+
+func (r *recorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	got := r.got
+	r.got = nil
+	return got
+}
+
+func mustCheck(t testing.TB, h *Hierarchy) {
+	t.Helper()
+	require.NoError(t, h.check())
+}
+
+func TestGuarantee1_NeverEarlyAtMostOneTickLate(t *testing.T) {
+	// Step table: tick 10ms. A deadline is due at the first tick at or after
+	// it; Advance at clock time T fires exactly the timers due by T.
+	h, clk := newFake(t, WithTick(10*time.Millisecond))
+	var r recorder
+	ms := time.Millisecond
+	h.AfterFunc(10*ms, r.fn("10ms"))      // due 10ms
+	h.AfterFunc(11*ms, r.fn("11ms"))      // due 20ms
+	h.AfterFunc(20*ms, r.fn("20ms"))      // due 20ms
+	h.AfterFunc(1, r.fn("1ns"))           // due 10ms
+	h.AfterFunc(0, r.fn("zero"))          // due now (tick 0): next Advance
+	h.AfterFunc(-time.Hour, r.fn("past")) // in the past: next Advance
+	assert.Empty(t, r.take(), "nothing fires inside AfterFunc")
+
+	steps := []struct {
+		to   time.Duration // clock offset from origin
+		want []string
+	}{
+		{0, []string{"past", "zero"}},
+		{9*ms + 999_999, nil},
+		{10 * ms, []string{"1ns", "10ms"}},
+		{19 * ms, nil},
+		{25 * ms, []string{"11ms", "20ms"}},
+		{time.Hour, nil},
+	}
+	origin := clk.Now()
+	for i, st := range steps {
+		clk.Set(origin.Add(st.to))
+		n := h.Advance()
+		got := r.take()
+		assert.ElementsMatch(t, st.want, got, "step %d: Advance at +%v", i, st.to)
+		assert.Equal(t, len(st.want), n, "step %d: Advance's count", i)
+		mustCheck(t, h)
+	}
+	assert.Equal(t, 0, h.Len())
+}
+
+func TestGuarantee1_PastDeadlineFiresOnNextAdvanceNotInCall(t *testing.T) {
+	h, mock := newMock(t)
+	var r recorder
+	tm := h.AtFunc(mock.Now().Add(-time.Second), r.fn("at"))
+	h.AfterFunc(-1, r.fn("after"))
+	assert.True(t, tm.Reset(-time.Minute), "Reset of an armed timer")
+	assert.Empty(t, r.take())
+	assert.Equal(t, 2, h.Advance())
+	assert.ElementsMatch(t, []string{"at", "after"}, r.take())
+}
+
+func TestGuarantee2_PrecisionDoesNotDependOnDistance(t *testing.T) {
+	day := 24 * time.Hour
+	for _, d := range []time.Duration{
+		time.Millisecond, time.Second + time.Millisecond, time.Hour + 7*time.Millisecond,
+		day - time.Millisecond, day, day + time.Millisecond, 3*day + 5*time.Millisecond,
+		400 * day, 200 * 365 * day,
+	} {
+		t.Run(d.String(), func(t *testing.T) {
+			h, clk := newFake(t)
+			origin := clk.Now()
+			fired := 0
+			h.AfterFunc(d, func() { fired++ })
+			// Jump close in large steps, then to one ns before the deadline:
+			// nothing may fire; at the deadline it must.
+			for _, at := range []time.Duration{d / 3, d / 2, d - time.Second, d - 1} {
+				if at > 0 {
+					clk.Set(origin.Add(at))
+					h.Advance()
+					require.Equal(t, 0, fired, "fired early, at +%v", at)
+					mustCheck(t, h)
+				}
+			}
+			clk.Set(origin.Add(d))
+			assert.Equal(t, 1, h.Advance())
+			assert.Equal(t, 1, fired)
+			assert.Equal(t, 0, h.Len())
+		})
+	}
+}
+
+func TestGuarantee2_LargestDurationDoesNotOverflow(t *testing.T) {
+	h, clk := newFake(t)
+	fired := false
+	tm := h.AfterFunc(math.MaxInt64, func() { fired = true })
+	assert.Equal(t, clk.Now().Add(math.MaxInt64), tm.Deadline())
+	at := h.AtFunc(time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), func() { fired = true })
+	for range 20 { // 20 jumps of ten years
+		clk.Add(10 * 365 * 24 * time.Hour)
+		h.Advance()
+		mustCheck(t, h)
+	}
+	assert.False(t, fired)
+	assert.Equal(t, 2, h.Len())
+	assert.True(t, tm.Stop())
+	assert.True(t, at.Stop())
+}
+
+func TestGuarantee3_Order(t *testing.T) {
+	h, clk := newFake(t, WithLevels(10, 10, 10)) // cascades through every level
+	r := rand.New(rand.NewPCG(3, 3))
+	var got []time.Duration
+	for range 2000 {
+		d := time.Duration(r.Int64N(int64(5 * time.Second)))
+		var tm *Timer
+		tm = h.AfterFunc(d, func() { got = append(got, tm.Deadline().Sub(clk.Now())) })
+	}
+	clk.Add(10 * time.Second)
+	assert.Equal(t, 2000, h.Advance())
+	// Deadlines relative to the same now: rounded up to the tick they must
+	// be non-decreasing.
+	for i := 1; i < len(got); i++ {
+		a, b := got[i-1].Truncate(time.Millisecond), got[i].Truncate(time.Millisecond)
+		if got[i-1]%time.Millisecond != 0 {
+			a += time.Millisecond
+		}
+		if got[i]%time.Millisecond != 0 {
+			b += time.Millisecond
+		}
+		require.LessOrEqual(t, a, b, "callback %d out of order", i)
+	}
+}
+
+func TestGuarantee4_ExactlyOnce(t *testing.T) {
+	h, clk := newFake(t)
+	var r recorder
+
+	a := h.AfterFunc(time.Second, r.fn("a"))
+	assert.True(t, a.Stop(), "Stop of an armed timer")
+	assert.False(t, a.Stop(), "second Stop")
+	assert.False(t, a.Reset(time.Second), "Reset of a stopped timer re-arms, returns false")
+	assert.True(t, a.Reset(2*time.Second), "Reset of an armed timer")
+
+	// Timers collected in the same tick: a callback stops or resets another
+	// one. True means the other had not started and never runs for that
+	// arming; false means it had already run.
+	var b, c *Timer
+	var bStopped, cReset bool
+	h.AfterFunc(time.Second, func() {
+		r.fn("first")()
+		bStopped = b.Stop()
+		cReset = c.Reset(time.Hour)
+	})
+	b = h.AfterFunc(time.Second, r.fn("b"))
+	c = h.AfterFunc(time.Second, r.fn("c"))
+	clk.Add(time.Second)
+	h.Advance()
+	clk.Add(2 * time.Second)
+	h.Advance()
+	counts := map[string]int{}
+	for _, g := range r.take() {
+		counts[g]++
+	}
+	assert.Equal(t, 1, counts["a"], "a fires once for its last arming")
+	assert.Equal(t, 1, counts["first"])
+	assert.Equal(t, !bStopped, counts["b"] == 1, "b fired iff Stop returned false")
+	assert.Equal(t, !cReset, counts["c"] == 1, "c fired in that tick iff Reset returned false")
+	assert.Equal(t, 1, h.Len(), "c is armed an hour out")
+}
+
+func TestGuarantee4_StopTrueAfterCollection(t *testing.T) {
+	// Many timers in one tick; the first to run stops every other one. All
+	// those Stops return true and none of those timers fire.
+	h, clk := newFake(t)
+	const n = 100
+	timers := make([]*Timer, n)
+	ran := make([]int, n)
+	stoppedTrue := 0
+	for i := range n {
+		timers[i] = h.AfterFunc(time.Second, func() {
+			ran[i]++
+			for j := range n {
+				if j != i && timers[j].Stop() {
+					stoppedTrue++
+				}
+			}
+		})
+	}
+	clk.Add(time.Second)
+	assert.Equal(t, 1, h.Advance())
+	assert.Equal(t, n-1, stoppedTrue)
+	total := 0
+	for _, c := range ran {
+		total += c
+	}
+	assert.Equal(t, 1, total)
+	assert.Equal(t, 0, h.Len())
+	mustCheck(t, h)
+}
+
+func TestGuarantee4_ResetAfterFireArmsAgain(t *testing.T) {
+	h, clk := newFake(t)
+	n := 0
+	tm := h.AfterFunc(time.Millisecond, func() { n++ })
+	clk.Add(time.Millisecond)
+	h.Advance()
+	assert.Equal(t, 1, n)
+	assert.False(t, tm.Stop())
+	assert.False(t, tm.Reset(time.Millisecond), "the timer had fired")
+	assert.True(t, tm.Stop())
+	assert.False(t, tm.Reset(time.Millisecond))
+	clk.Add(time.Millisecond)
+	h.Advance()
+	assert.Equal(t, 2, n)
+}
+
+func TestGuarantee5_CallbacksAreFreeToCallBack(t *testing.T) {
+	h, clk := newFake(t)
+	set := NewTimeouts(h, func(string) {})
+	var r recorder
+	var retransmit *Timer
+	tries := 0
+	retransmit = h.AfterFunc(100*time.Millisecond, func() {
+		tries++
+		r.fn(fmt.Sprint("try", tries))()
+		if tries < 4 {
+			// Back off: re-arm itself, from inside its own callback.
+			assert.False(t, retransmit.Reset(time.Duration(tries)*200*time.Millisecond))
+		}
+		other := h.AfterFunc(time.Hour, r.fn("never"))
+		assert.True(t, other.Stop())
+		if tries < 4 {
+			assert.Positive(t, h.Len(), "Len from a callback")
+		}
+		set.Add("k", time.Minute)
+		set.Remove("k")
+		assert.Equal(t, 0, set.Len())
+		_, _ = h.Next()
+		h.AtFunc(clk.Now().Add(-time.Second), r.fn("past-from-callback"))
+	})
+	_ = retransmit
+	for range 50 {
+		clk.Add(50 * time.Millisecond)
+		h.Advance()
+	}
+	got := r.take()
+	assert.Equal(t, []string{"try1", "try2", "try3", "try4"}, filter(got, "try"))
+	assert.Len(t, filter(got, "past-from-callback"), 4, "armed in the past from callbacks: fire on this Advance or the next")
+	assert.Empty(t, filter(got, "never"))
+	assert.Equal(t, 0, h.Len())
+}
+
+func filter(got []string, prefix string) []string {
+	var out []string
+	for _, g := range got {
+		if len(g) >= len(prefix) && g[:len(prefix)] == prefix {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+func TestGuarantee5_SelfRearmForNowDoesNotSpin(t *testing.T) {
+	// A callback that re-arms itself for "now" fires once per Advance; the
+	// Advance returns.
+	h, _ := newFake(t)
+	n := 0
+	var tm *Timer
+	tm = h.AfterFunc(0, func() { n++; tm.Reset(0) })
+	assert.Equal(t, 1, h.Advance())
+	assert.Equal(t, 1, h.Advance())
+	assert.Equal(t, 2, n)
+	assert.True(t, tm.Stop())
+}
+
+func TestGuarantee5_StopWithoutDriverReturnsAtOnce(t *testing.T) {
+	h, _ := newFake(t)
+	h.Stop()
+	h.Stop()
+}
+
+func TestGuarantee6_ClockAnomalies(t *testing.T) {
+	h, clk := newFake(t)
+	origin := clk.Now()
+	var r recorder
+	h.AtFunc(origin.Add(time.Second), r.fn("1s"))
+	h.AtFunc(origin.Add(time.Hour), r.fn("1h"))
+
+	clk.Set(origin.Add(500 * time.Millisecond))
+	h.Advance()
+	clk.Set(origin.Add(-time.Hour)) // backwards, before the origin
+	assert.Equal(t, 0, h.Advance())
+	h.AfterFunc(time.Second, r.fn("armed-while-back")) // due at origin-59m59s
+	assert.Equal(t, 0, h.Advance())
+	next, ok := h.Next()
+	require.True(t, ok)
+	assert.False(t, next.After(origin.Add(-time.Hour+time.Second)))
+	mustCheck(t, h)
+
+	clk.Set(origin.Add(-time.Hour + time.Second))
+	assert.Equal(t, 1, h.Advance())
+	assert.Equal(t, []string{"armed-while-back"}, r.take())
+	clk.Set(origin.Add(999 * time.Millisecond))
+	assert.Equal(t, 0, h.Advance())
+	clk.Set(origin.Add(time.Second))
+	assert.Equal(t, 1, h.Advance())
+	assert.Equal(t, []string{"1s"}, r.take())
+
+	// A forward jump of 200 years with a 1ms tick: ~6e12 ticks skipped. The
+	// work is proportional to the occupied slots crossed, so this returns
+	// at once (a tick-by-tick walk would not finish).
+	clk.Set(origin.Add(200 * 365 * 24 * time.Hour))
+	assert.Equal(t, 1, h.Advance())
+	assert.Equal(t, []string{"1h"}, r.take())
+	mustCheck(t, h)
+}
+
+func TestGuarantee7_O1(t *testing.T) {
+	h, clk := newFake(t)
+	f := func() {}
+	for range 1000 {
+		h.AfterFunc(time.Duration(rand.Int64N(int64(time.Hour))), f)
+	}
+	tm := h.AfterFunc(30*time.Second, f)
+
+	// Reset of an armed timer allocates nothing, later or earlier.
+	allocs := testing.AllocsPerRun(1000, func() {
+		tm.Reset(40 * time.Second)
+		tm.Reset(20 * time.Second)
+	})
+	assert.Zero(t, allocs, "Reset allocates")
+	// Arming allocates only the Timer.
+	allocs = testing.AllocsPerRun(1000, func() { h.AfterFunc(time.Minute, f).Stop() })
+	assert.LessOrEqual(t, allocs, 1.0)
+
+	// A stopped timer is unlinked at once: its slot holds nothing after.
+	lone := h.AtFunc(clk.Now().Add(500*time.Millisecond+123), f) // level 0, a slot of its own
+	require.True(t, lone.Stop())
+	assert.Nil(t, lone.next)
+	assert.Nil(t, lone.prev)
+	mustCheck(t, h)
+	s := h.levels[0].slotOf(h.dueTick(lone.when.Load()))
+	assert.True(t, h.levels[0].slots[s].empty(), "no tombstone left in the slot")
+}
+
+func TestGuarantee8_DeterministicWithMock(t *testing.T) {
+	h, mock := newMock(t)
+	var r recorder
+	h.AfterFunc(25*time.Millisecond, r.fn("a"))
+	h.AfterFunc(time.Minute, r.fn("b"))
+	mock.Add(30 * time.Millisecond)
+	assert.Equal(t, 1, h.Advance())
+	assert.Equal(t, []string{"a"}, r.take())
+	mock.Add(time.Minute)
+	assert.Equal(t, 1, h.Advance())
+	assert.Equal(t, []string{"b"}, r.take())
+}
+
+func TestGuarantee8_DeterministicInSynctest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, err := New(WithTick(10 * time.Millisecond)) // the real clock, fake time
+		require.NoError(t, err)
+		h.Start()
+		defer h.Stop()
+		start := time.Now()
+		var mu sync.Mutex
+		var at []time.Duration
+		for _, d := range []time.Duration{30, 10, 20, 25} {
+			h.AfterFunc(d*time.Millisecond, func() {
+				mu.Lock()
+				at = append(at, time.Since(start))
+				mu.Unlock()
+			})
+		}
+		time.Sleep(30 * time.Millisecond)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		// Each fires at its deadline rounded up to the 10ms tick, exactly.
+		assert.Equal(t, []time.Duration{10e6, 20e6, 30e6, 30e6}, at)
+	})
+}
+
+// countingClock counts the clock reads the hierarchy makes: each driver
+// wake-up reads the clock.
+type countingClock struct {
+	clock.Clock
+	reads atomic.Int64
+}
+
+func (c *countingClock) Since(t time.Time) time.Duration { c.reads.Add(1); return c.Clock.Since(t) }
+func (c *countingClock) Now() time.Time                  { c.reads.Add(1); return c.Clock.Now() }
+
+func TestDriver_IdleMeansAsleep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := &countingClock{Clock: clock.New()}
+		h, err := New(WithClock(clk))
+		require.NoError(t, err)
+		h.Start()
+		defer h.Stop()
+		synctest.Wait()
+		before := clk.reads.Load()
+		time.Sleep(24 * time.Hour)
+		synctest.Wait()
+		assert.Equal(t, before, clk.reads.Load(), "the driver woke while nothing was armed")
+
+		// One timer a minute away wakes the driver once per level it
+		// cascades through (minutes, seconds, milliseconds), not per tick.
+		fired := make(chan time.Time, 1)
+		start := time.Now()
+		h.AfterFunc(61500*time.Millisecond, func() { fired <- time.Now() })
+		synctest.Wait()
+		before = clk.reads.Load()
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		assert.Equal(t, 61500*time.Millisecond, (<-fired).Sub(start))
+		wakeups := (clk.reads.Load() - before) / 2 // each wake-up: Advance, then the next sleep
+		assert.LessOrEqual(t, wakeups, int64(3))
+		t.Logf("wake-ups for one timer 61.5s away: %d", wakeups)
+	})
+}
+
+func TestDriver_WakesForEarlierTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, err := New()
+		require.NoError(t, err)
+		h.Start()
+		defer h.Stop()
+		start := time.Now()
+		var mu sync.Mutex
+		var at []time.Duration
+		rec := func() { mu.Lock(); at = append(at, time.Since(start)); mu.Unlock() }
+		h.AfterFunc(time.Hour, rec)
+		synctest.Wait() // driver asleep until the hour's cascade
+		h.AfterFunc(5*time.Millisecond, rec)
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Equal(t, []time.Duration{5 * time.Millisecond, time.Hour}, at)
+	})
+}
+
+func TestDriver_StartStopRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, err := New()
+		require.NoError(t, err)
+		var n atomic.Int32
+		h.AfterFunc(time.Second, func() { n.Add(1) })
+		h.Start()
+		h.Start() // no-op
+		h.Stop()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(0), n.Load(), "stopped driver fired")
+		assert.Equal(t, 1, h.Len(), "timers stay armed across Stop")
+		h.Start()
+		synctest.Wait()
+		assert.Equal(t, int32(1), n.Load(), "overdue timer fires when restarted")
+		h.Stop()
+	})
+}
+
+func TestGuarantee9_BadInput(t *testing.T) {
+	h, _ := newFake(t)
+	assert.PanicsWithValue(t, "timingwheel: AfterFunc called with a nil func", func() { h.AfterFunc(time.Second, nil) })
+	assert.PanicsWithValue(t, "timingwheel: AtFunc called with a nil func", func() { h.AtFunc(time.Now(), nil) })
+	var zero Timer
+	assert.Panics(t, func() { zero.Stop() })
+	assert.Equal(t, 0, h.Len())
+
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		msg  string
+	}{
+		{"zero tick", []Option{WithTick(0)}, "WithTick(0s)"},
+		{"negative tick", []Option{WithTick(-time.Millisecond)}, "WithTick(-1ms)"},
+		{"no levels", []Option{WithLevels()}, "WithLevels()"},
+		{"one slot", []Option{WithLevels(60, 1)}, "level 1 has 1 slots"},
+		{"negative slots", []Option{WithLevels(-5)}, "level 0 has -5 slots"},
+		{"too many slots", []Option{WithLevels(MaxSlots + 1)}, "level 0"},
+		{"nil clock", []Option{WithClock(nil)}, "WithClock(nil)"},
+		{"nil option", []Option{nil}, "nil Option"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := New(tc.opts...)
+			assert.Nil(t, h)
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, ErrInvalidConfig))
+			assert.Contains(t, err.Error(), tc.msg)
+			assert.Contains(t, err.Error(), "timingwheel: invalid config")
+		})
+	}
+}
+
+func TestGuarantee9_PanicInCallback(t *testing.T) {
+	h, clk := newFake(t)
+	var r recorder
+	h.AfterFunc(time.Millisecond, r.fn("before"))
+	h.AfterFunc(2*time.Millisecond, func() { panic("boom") })
+	h.AfterFunc(2*time.Millisecond, r.fn("same-tick"))
+	h.AfterFunc(3*time.Millisecond, r.fn("after"))
+	h.AfterFunc(time.Hour, r.fn("later"))
+	clk.Add(5 * time.Millisecond)
+	func() {
+		defer func() { assert.Equal(t, "boom", recover()) }()
+		h.Advance()
+	}()
+	mustCheck(t, h)
+	fired := r.take()
+	assert.Contains(t, fired, "before")
+	// Whatever did not run yet runs on the next Advance; Len is exact.
+	assert.Equal(t, 4-len(fired), h.Len())
+	h.Advance()
+	fired = append(fired, r.take()...)
+	assert.ElementsMatch(t, []string{"before", "same-tick", "after"}, fired)
+	assert.Equal(t, 1, h.Len())
+	mustCheck(t, h)
+}
+
+// TestLevelBoundaries arms timers at n*width-1, n*width and n*width+1 ticks
+// for every level of several layouts and checks each fires at exactly its
+// tick, neither before nor after.
+func TestLevelBoundaries(t *testing.T) {
+	for _, slots := range [][]int{{1000, 60, 60, 24}, {2, 2, 2}, {3}, {7, 5, 3}, {64, 64}} {
+		t.Run(fmt.Sprint(slots), func(t *testing.T) {
+			h, clk := newFake(t, WithLevels(slots...))
+			origin := clk.Now()
+			var dues []int64
+			width := int64(1)
+			for _, n := range append(slots, slots[len(slots)-1]) { // one overflow level too
+				for _, k := range []int64{1, 2, int64(n) - 1, int64(n), int64(n) + 1} {
+					for _, delta := range []int64{-1, 0, 1} {
+						if d := k*width + delta; d > 0 && !slices.Contains(dues, d) {
+							dues = append(dues, d)
+						}
+					}
+				}
+				width *= int64(n)
+			}
+			firedAt := map[int64][]int64{}
+			for _, d := range dues {
+				h.AtFunc(origin.Add(time.Duration(d)*time.Millisecond), func() {
+					now := int64(clk.Now().Sub(origin) / time.Millisecond)
+					firedAt[d] = append(firedAt[d], now)
+				})
+			}
+			mustCheck(t, h)
+			// Walk time by Next: every wake-up is a cascade or a firing.
+			for h.Len() > 0 {
+				next, ok := h.Next()
+				require.True(t, ok)
+				clk.Set(next)
+				h.Advance()
+				mustCheck(t, h)
+			}
+			for _, d := range dues {
+				assert.Equal(t, []int64{d}, firedAt[d], "timer due at tick %d", d)
+			}
+		})
+	}
+}
+
+// TestConcurrentChurn has goroutines arm, stop and reset shared timers while
+// another advances the clock. Every arming must end exactly once: fired,
+// or cancelled by a Stop or Reset that returned true.
+func TestConcurrentChurn(t *testing.T) {
+	h, clk := newFake(t, WithLevels(8, 8, 8)) // small levels: resets take the lazy path too
+	const timers, workers = 200, 8
+	ops := 20000
+	if testing.Short() {
+		ops = 2000
+	}
+	type counted struct {
+		t        *Timer
+		armings  atomic.Int64
+		endings  atomic.Int64
+		inflight atomic.Int32
+	}
+	all := make([]*counted, timers)
+	for i := range all {
+		c := &counted{}
+		c.armings.Store(1)
+		c.t = h.AfterFunc(time.Duration(i)*time.Millisecond, func() {
+			if c.inflight.Add(1) != 1 {
+				t.Error("callback running twice at once")
+			}
+			c.endings.Add(1)
+			c.inflight.Add(-1)
+		})
+		all[i] = c
+	}
+	stop := make(chan struct{})
+	var advancer sync.WaitGroup
+	advancer.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			clk.Add(time.Millisecond)
+			h.Advance()
+		}
+	})
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 9))
+			for range ops {
+				c := all[r.IntN(timers)]
+				switch r.IntN(4) {
+				case 0:
+					if c.t.Stop() {
+						c.endings.Add(1)
+					}
+				default:
+					c.armings.Add(1)
+					d := time.Duration(r.Int64N(int64(600 * time.Millisecond)))
+					if c.t.Reset(d) {
+						c.endings.Add(1)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	advancer.Wait()
+	for _, c := range all {
+		if c.t.Stop() {
+			c.endings.Add(1)
+		}
+	}
+	clk.Add(time.Hour)
+	h.Advance()
+	mustCheck(t, h)
+	assert.Equal(t, 0, h.Len())
+	for i, c := range all {
+		assert.Equal(t, c.armings.Load(), c.endings.Load(), "timer %d: armings vs fired+cancelled", i)
+	}
+}
+
+// TestStress_RealClockDriver has 8 goroutines arm, stop and re-arm short
+// timers (1–50ms) on the real clock for a while, with the driver running.
+// Every arming ends exactly once: fired, or cancelled by a Stop or Reset
+// that returned true; never both, never twice.
+func TestStress_RealClockDriver(t *testing.T) {
+	run := 2 * time.Second
+	if testing.Short() {
+		run = 300 * time.Millisecond
+	}
+	h, err := New()
+	require.NoError(t, err)
+	h.Start()
+	type counted struct {
+		t                *Timer
+		armings, endings atomic.Int64
+	}
+	const workers = 8
+	var all sync.Map // *counted -> struct{}
+	deadline := time.Now().Add(run)
+	var wg sync.WaitGroup
+	var early atomic.Int64
+	for w := range workers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 77))
+			var mine []*counted
+			for time.Now().Before(deadline) {
+				switch op := r.IntN(10); {
+				case op < 3 || len(mine) == 0:
+					c := &counted{}
+					c.armings.Store(1)
+					at := time.Now().Add(time.Duration(1+r.IntN(50)) * time.Millisecond)
+					c.t = h.AtFunc(at, func() {
+						// Only the first arming's deadline is known here;
+						// a Reset (counted before it is made) moves it.
+						if now := time.Now(); c.armings.Load() == 1 && now.Before(at) {
+							early.Add(1)
+						}
+						c.endings.Add(1)
+					})
+					mine = append(mine, c)
+					all.Store(c, struct{}{})
+				case op < 5:
+					if c := mine[r.IntN(len(mine))]; c.t.Stop() {
+						c.endings.Add(1)
+					}
+				default:
+					c := mine[r.IntN(len(mine))]
+					c.armings.Add(1)
+					if c.t.Reset(time.Duration(1+r.IntN(50)) * time.Millisecond) {
+						c.endings.Add(1)
+					}
+				}
+				if len(mine) > 500 {
+					mine = mine[250:]
+				}
+				if r.IntN(64) == 0 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	time.Sleep(60 * time.Millisecond) // let the last timers fire
+	h.Stop()
+	n := 0
+	all.Range(func(k, _ any) bool {
+		c := k.(*counted)
+		if c.t.Stop() {
+			c.endings.Add(1)
+		}
+		n++
+		require.Equal(t, c.armings.Load(), c.endings.Load(), "armings vs fired+cancelled")
+		return true
+	})
+	assert.Zero(t, early.Load(), "timers fired before their deadline")
+	assert.Zero(t, h.Len())
+	mustCheck(t, h)
+	t.Logf("%d timers", n)
+}
+
+// TestLatenessUnderLoad arms 10^5 timers on the real clock with the driver
+// running while other goroutines burn CPU, and reports how late they fire.
+// None may fire early.
+func TestLatenessUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time")
+	}
+	h, err := New()
+	require.NoError(t, err)
+	h.Start()
+	defer h.Stop()
+	stop := make(chan struct{})
+	var burners sync.WaitGroup
+	for range 2 {
+		burners.Go(func() {
+			x := 0
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					for i := range 10000 {
+						x += i
+					}
+				}
+			}
+		})
+	}
+	n := 100_000
+	if raceEnabled {
+		n = 20_000 // the race detector slows each callback tenfold
+	}
+	late := make([]time.Duration, n)
+	var done sync.WaitGroup
+	done.Add(n)
+	r := rand.New(rand.NewPCG(1, 1))
+	start := time.Now().Add(100 * time.Millisecond) // arming takes a while too
+	for i := range n {
+		at := start.Add(time.Duration(r.Int64N(int64(time.Second))))
+		h.AtFunc(at, func() {
+			late[i] = time.Since(at)
+			done.Done()
+		})
+	}
+	done.Wait()
+	close(stop)
+	burners.Wait()
+	slices.Sort(late)
+	assert.GreaterOrEqual(t, late[0], time.Duration(0), "a timer fired early")
+	t.Logf("lateness of %d timers under CPU load: p50 %v, p99 %v, max %v",
+		n, late[n/2], late[n*99/100], late[n-1])
+}
+
+// TestGuarantee3_OrderAfterRecoveredPanic: what a panicking callback left
+// unrun is kept in order with timers armed before the next Advance.
+func TestGuarantee3_OrderAfterRecoveredPanic(t *testing.T) {
+	h, clk := newFake(t)
+	origin := clk.Now()
+	var r recorder
+	h.AtFunc(origin.Add(2*time.Millisecond), func() { panic("boom") })
+	h.AtFunc(origin.Add(2*time.Millisecond), r.fn("B@2"))
+	clk.Set(origin.Add(2 * time.Millisecond))
+	func() {
+		defer func() { recover() }()
+		h.Advance()
+	}()
+	got := r.take()
+	h.AtFunc(origin.Add(time.Millisecond), r.fn("C@1"))
+	h.Advance()
+	got = append(got, r.take()...)
+	if len(got) == 2 {
+		assert.Equal(t, []string{"C@1", "B@2"}, got)
+	} else {
+		assert.Equal(t, []string{"B@2", "C@1"}, got, "B ran before the panic")
+	}
+	mustCheck(t, h)
+}
+
+// TestGuarantee7_PastDeadlinesInAnyOrderAreO1 arms many timers with past
+// deadlines in decreasing order (the worst case for a sorted insert); they
+// must still fire in order.
+func TestGuarantee7_PastDeadlinesInAnyOrderAreO1(t *testing.T) {
+	h, clk := newFake(t)
+	clk.Add(time.Hour)
+	h.Advance()
+	const n = 100_000
+	var got []time.Time
+	now := clk.Now()
+	for i := range n {
+		at := now.Add(-time.Duration(i+1) * time.Millisecond)
+		h.AtFunc(at, func() { got = append(got, at) })
+	}
+	mustCheck(t, h)
+	assert.Equal(t, n, h.Advance())
+	assert.True(t, slices.IsSortedFunc(got, func(a, b time.Time) int { return a.Compare(b) }))
+}
