@@ -177,8 +177,21 @@ func (m meta) markdown(res results, tables map[string]string, plotRel string) st
 	if keys := res.familyKeys("Expiry"); len(keys) > 0 {
 		p("Every expiry sample, in run order (fire-cpu-sec/op, and in brackets max-goroutines). The\n")
 		p("runtime's cost is bimodal: while goroutine creation keeps up with the expiries it needs about a\n")
-		p("second of CPU and thousands of goroutines; once it falls behind, hundreds of thousands pile up\n")
-		p("and it needs several seconds. The first burst in a process falls behind more often.\n\n")
+		p("second of CPU and thousands of goroutines; once it falls behind, hundreds of thousands of\n")
+		p("goroutines pile up and it needs several times more.")
+		for _, key := range keys {
+			gs := res.samples[key]["runtime"]["max-goroutines"]
+			piled := 0
+			for _, g := range gs {
+				if g > 100_000 {
+					piled++
+				}
+			}
+			if len(gs) > 0 {
+				p(" %s: %d of %d runtime samples passed 10^5 goroutines.", strings.TrimPrefix(key, "BenchmarkExpiry/timers=1000000/"), piled, len(gs))
+			}
+		}
+		p("\n\n")
 		p("| benchmark | impl | samples |\n|---|---|---|\n")
 		for _, key := range keys {
 			for _, impl := range implOrder {
