@@ -67,6 +67,26 @@ func newFake(t testing.TB, opts ...Option) (*Hierarchy, *fakeClock) {
 	return h, clk
 }
 
+// advanceContinuously moves clk by a millisecond and advances h, over and
+// over on its own goroutine, until the returned function is called; that
+// function returns once the goroutine has stopped.
+func advanceContinuously(h *Hierarchy, clk *fakeClock) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			clk.Add(time.Millisecond)
+			h.Advance()
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
 // recorder collects the names of fired timers in order.
 type recorder struct {
 	mu  sync.Mutex
@@ -674,19 +694,7 @@ func TestConcurrentChurn(t *testing.T) {
 		})
 		all[i] = c
 	}
-	stop := make(chan struct{})
-	var advancer sync.WaitGroup
-	advancer.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			clk.Add(time.Millisecond)
-			h.Advance()
-		}
-	})
+	stopAdvancing := advanceContinuously(h, clk)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
@@ -709,8 +717,7 @@ func TestConcurrentChurn(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	close(stop)
-	advancer.Wait()
+	stopAdvancing()
 	for _, c := range all {
 		if c.t.Stop() {
 			c.endings.Add(1)

@@ -52,18 +52,23 @@ func (s *rngSource) done() bool         { s.left--; return s.left < 0 }
 // byteSource decodes the fuzzer's input; it ends when the bytes do.
 type byteSource struct{ b []byte }
 
-func (s *byteSource) intn(n int64) int64 {
-	size := 8 // bytes consumed: as few as the range needs
+// encodedSize is how many bytes a choice in [0, n) takes in a script: as
+// few as the range needs.
+func encodedSize(n int64) int {
 	switch {
 	case n <= 1<<8:
-		size = 1
+		return 1
 	case n <= 1<<16:
-		size = 2
+		return 2
 	case n <= 1<<32:
-		size = 4
+		return 4
 	}
+	return 8
+}
+
+func (s *byteSource) intn(n int64) int64 {
 	var buf [8]byte
-	k := copy(buf[:size], s.b)
+	k := copy(buf[:encodedSize(n)], s.b)
 	s.b = s.b[k:]
 	return int64(binary.LittleEndian.Uint64(buf[:]) % uint64(n))
 }
@@ -504,18 +509,9 @@ type recordingSource struct {
 
 func (s *recordingSource) intn(n int64) int64 {
 	v := s.rngSource.intn(n)
-	size := 8
-	switch {
-	case n <= 1<<8:
-		size = 1
-	case n <= 1<<16:
-		size = 2
-	case n <= 1<<32:
-		size = 4
-	}
 	var buf [8]byte
 	binary.LittleEndian.PutUint64(buf[:], uint64(v))
-	s.bytes = append(s.bytes, buf[:size]...)
+	s.bytes = append(s.bytes, buf[:encodedSize(n)]...)
 	return v
 }
 

@@ -149,19 +149,7 @@ func TestTimeouts_RemoveRacesExpiry(t *testing.T) {
 	const keys = 64
 	var entered, left [keys]atomic.Int64
 	set := NewTimeouts(h, func(k int) { left[k].Add(1) })
-	stop := make(chan struct{})
-	var adv sync.WaitGroup
-	adv.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			clk.Add(time.Millisecond)
-			h.Advance()
-		}
-	})
+	stopAdvancing := advanceContinuously(h, clk)
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
@@ -179,8 +167,7 @@ func TestTimeouts_RemoveRacesExpiry(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	close(stop)
-	adv.Wait()
+	stopAdvancing()
 	clk.Add(time.Hour)
 	h.Advance()
 	assert.Zero(t, set.Len())
@@ -231,14 +218,20 @@ func TestTimeouts_NoLeak(t *testing.T) {
 	assert.Less(t, int64(after)-int64(before), int64(2<<20), "heap grew by more than 2 MiB")
 }
 
-func BenchmarkTimeouts_AddRearm(b *testing.B) {
+// loadedTimeouts returns a set holding the keys 0 to live-1, a minute out.
+func loadedTimeouts(b *testing.B, live int) *Timeouts[int] {
 	h, err := New()
 	require.NoError(b, err)
 	set := NewTimeouts(h, func(int) {})
-	const live = 1_000_000
 	for k := range live {
 		set.Add(k, time.Minute)
 	}
+	return set
+}
+
+func BenchmarkTimeouts_AddRearm(b *testing.B) {
+	const live = 1_000_000
+	set := loadedTimeouts(b, live)
 	order := rand.New(rand.NewPCG(1, 1)).Perm(live) // heartbeats arrive in random order
 	i := 0
 	b.ReportAllocs()
@@ -254,13 +247,8 @@ func BenchmarkTimeouts_AddRearm(b *testing.B) {
 // BenchmarkTimeouts_AddRearmParallel is the heartbeat path of a busy server:
 // many goroutines re-arm random keys of one set.
 func BenchmarkTimeouts_AddRearmParallel(b *testing.B) {
-	h, err := New()
-	require.NoError(b, err)
-	set := NewTimeouts(h, func(int) {})
 	const live = 1_000_000
-	for k := range live {
-		set.Add(k, time.Minute)
-	}
+	set := loadedTimeouts(b, live)
 	b.ReportAllocs()
 	b.ResetTimer() // the setup above allocates
 	b.RunParallel(func(pb *testing.PB) {
