@@ -79,7 +79,7 @@ func ExampleTimer_Reset() {
 		t.Reset(rto) // from inside its own callback
 	})
 	for fired := 0; fired < 3; {
-		next, _ := h.Next() // a firing, or a cascade between levels
+		next, _ := h.Next() // the next deadline
 		mock.Set(next)
 		fired += h.Advance()
 	}

@@ -488,12 +488,18 @@ func (h *Hierarchy) nextEventLocked() (tick int64, lv, slot int, ok bool) {
 	return
 }
 
-// Next returns the time at which [Hierarchy.Advance] next has work: a timer
-// to fire or a coarse slot to cascade to a finer level. That time may have
-// passed already. Next reports false when no timer is armed.
+// Next returns the time at which [Hierarchy.Advance] next has work: the
+// earliest deadline of the armed timers, rounded up to its tick. That time
+// may have passed already (a timer due but not yet advanced over). Next
+// reports false when no timer is armed.
+//
+// Next looks inside the earliest occupied coarse slots to find the exact
+// deadline, so it takes time proportional to the timers in them. The
+// driver does not call it: it wakes at the cheaper next event of the
+// wheels, which may be an earlier cascade of a coarse slot.
 func (h *Hierarchy) Next() (time.Time, bool) {
 	h.mu.Lock()
-	e, ok := h.nextLocked()
+	e, ok := h.nextDueLocked()
 	h.mu.Unlock()
 	if !ok {
 		return time.Time{}, false
@@ -501,7 +507,47 @@ func (h *Hierarchy) Next() (time.Time, bool) {
 	return h.tickTime(e), true
 }
 
-// nextLocked returns the tick of the next work for Advance. h.mu must be held.
+// nextDueLocked returns the earliest due tick of the armed timers. The
+// overdue, firing and level-0 lists are in tick order, so their heads tell;
+// the late list and coarse slots are scanned, coarse slots in order while
+// they start before the best found (a timer a lazy Reset moved can sit in a
+// slot earlier than its due tick). h.mu must be held.
+func (h *Hierarchy) nextDueLocked() (best int64, ok bool) {
+	if h.count == 0 {
+		return 0, false
+	}
+	consider := func(d int64) {
+		if !ok || d < best {
+			best, ok = d, true
+		}
+	}
+	for _, l := range []*Timer{&h.firing, &h.overdue} {
+		if !l.empty() {
+			consider(l.next.filed.Load())
+		}
+	}
+	for t := h.late.next; t != &h.late; t = t.next {
+		consider(t.filed.Load())
+	}
+	now := h.now.Load()
+	for i, l := range h.levels {
+		for e, s, found := l.next(now); found && (!ok || e < best); e, s, found = l.nextAfter(now, s) {
+			if i == 0 {
+				consider(e) // a level-0 slot holds timers due at its tick
+				break
+			}
+			sent := &l.slots[s]
+			for t := sent.next; t != sent; t = t.next {
+				consider(h.dueTick(t.when.Load()))
+			}
+		}
+	}
+	return best, ok
+}
+
+// nextLocked returns the tick of the next work for Advance: the earliest
+// event of the wheels (which may be a cascade) or of the overdue, late and
+// firing lists. It costs O(levels), not O(timers). h.mu must be held.
 func (h *Hierarchy) nextLocked() (int64, bool) {
 	if h.count == 0 {
 		return 0, false

@@ -446,6 +446,43 @@ func TestGuarantee7_O1(t *testing.T) {
 	assert.True(t, h.levels[0].slots[s].empty(), "no tombstone left in the slot")
 }
 
+func TestNext_IsTheEarliestDeadline(t *testing.T) {
+	h, clk := newFake(t)
+	origin := clk.Now()
+	_, ok := h.Next()
+	assert.False(t, ok, "nothing armed")
+	steps := []struct {
+		arm  time.Duration
+		want time.Duration // Next, from the origin
+	}{
+		{90 * time.Second, 90 * time.Second}, // minutes level, mid-slot
+		{time.Hour + 1500*time.Millisecond, 90 * time.Second},
+		{1500 * time.Millisecond, 1500 * time.Millisecond}, // seconds level, mid-slot
+		{1234567 * time.Nanosecond, 2 * time.Millisecond},  // rounded up to the tick
+	}
+	var timers []*Timer
+	for _, st := range steps {
+		timers = append(timers, h.AfterFunc(st.arm, func() {}))
+		next, ok := h.Next()
+		require.True(t, ok)
+		assert.Equal(t, st.want, next.Sub(origin), "after arming %v", st.arm)
+	}
+	// Stop the earliest: Next moves to the next one. Move a coarse timer
+	// later (the lazy path) and earlier: Next follows.
+	timers[3].Stop()
+	next, _ := h.Next()
+	assert.Equal(t, 1500*time.Millisecond, next.Sub(origin))
+	timers[2].Stop()
+	next, _ = h.Next()
+	assert.Equal(t, 90*time.Second, next.Sub(origin))
+	timers[0].Reset(100 * time.Second)
+	next, _ = h.Next()
+	assert.Equal(t, 100*time.Second, next.Sub(origin))
+	timers[1].Reset(time.Second)
+	next, _ = h.Next()
+	assert.Equal(t, time.Second, next.Sub(origin))
+}
+
 func TestGuarantee8_DeterministicWithMock(t *testing.T) {
 	h, mock := newMock(t)
 	var r recorder
@@ -650,7 +687,7 @@ func TestLevelBoundaries(t *testing.T) {
 				})
 			}
 			mustCheck(t, h)
-			// Walk time by Next: every wake-up is a cascade or a firing.
+			// Walk time by Next: each step is the next deadline.
 			for h.Len() > 0 {
 				next, ok := h.Next()
 				require.True(t, ok)

@@ -91,12 +91,22 @@ func (l *level) firstOccupied(s int) (int, bool) {
 // next returns the level's next event, the first tick of its first occupied
 // slot at or after now's, together with that slot.
 func (l *level) next(now int64) (tick int64, slot int, ok bool) {
+	return l.occupiedFrom(now, l.slotOf(now))
+}
+
+// nextAfter is like next for the first occupied slot after slot.
+func (l *level) nextAfter(now int64, slot int) (tick int64, next int, ok bool) {
+	return l.occupiedFrom(now, slot+1)
+}
+
+// occupiedFrom returns the first occupied slot at or after s in now's
+// revolution, and its first tick.
+func (l *level) occupiedFrom(now int64, s int) (tick int64, slot int, ok bool) {
 	start := int64(0)
 	if l.span != 0 {
 		start = now - now%l.span
 	}
-	c := l.slotOf(now)
-	s, ok := l.firstOccupied(c)
+	s, ok = l.firstOccupied(s)
 	if !ok {
 		return 0, 0, false
 	}

@@ -224,9 +224,13 @@ func (s *sim) randDeadline() int64 {
 	return satAdd(now, satAdd(mulSat(ticks, s.tick), s.src.intn(s.tick)))
 }
 
+// mulSat returns a*b for b > 0, saturated.
 func mulSat(a, b int64) int64 {
-	if a != 0 && b > math.MaxInt64/a {
+	switch {
+	case a > 0 && a > math.MaxInt64/b:
 		return math.MaxInt64
+	case a < 0 && a < math.MinInt64/b:
+		return math.MinInt64
 	}
 	return a * b
 }
@@ -269,7 +273,7 @@ func (s *sim) callback(st *simTimer) func() {
 			if st.t.Reset(d) {
 				s.fatalf("Reset in own callback returned true")
 			}
-			st.armed, st.when = true, w
+			s.armedInCallback(st, w)
 		case 1: // stop another timer
 			if o := s.pick(); o != nil {
 				if got := o.t.Stop(); got != o.armed {
@@ -279,24 +283,35 @@ func (s *sim) callback(st *simTimer) func() {
 			}
 		case 2: // arm a new timer, after this Advance
 			s.arm(s.futureDeadline())
+			s.armedInCallback(s.timers[len(s.timers)-1], s.timers[len(s.timers)-1].when)
 		case 3: // move another timer to after this Advance
 			if o := s.pick(); o != nil {
 				w := s.futureDeadline()
 				if got := o.t.ResetAt(s.h.origin.Add(time.Duration(w))); got != o.armed {
 					s.fatalf("ResetAt in callback = %v, model armed = %v", got, o.armed)
 				}
-				o.armed, o.when = true, w
+				s.armedInCallback(o, w)
 			}
 		case 4: // re-arm itself for a time already reached: fires now or next Advance
 			w := s.reachedDeadline()
 			if st.t.ResetAt(s.h.origin.Add(time.Duration(w))) {
 				s.fatalf("ResetAt in own callback returned true")
 			}
-			st.armed, st.when, st.flex = true, w, s.advances
+			s.armedInCallback(st, w)
 		case 5: // arm a new timer for a time already reached
 			s.arm(s.reachedDeadline())
-			s.timers[len(s.timers)-1].flex = s.advances
+			s.armedInCallback(s.timers[len(s.timers)-1], s.timers[len(s.timers)-1].when)
 		}
+	}
+}
+
+// armedInCallback records that a callback armed st with deadline w. If w
+// is due by the running Advance's tick (at the end of time even a "future"
+// deadline is), it may fire in this Advance or the next.
+func (s *sim) armedInCallback(st *simTimer, w int64) {
+	st.armed, st.when = true, w
+	if s.modelDue(w) <= s.target {
+		st.flex = s.advances
 	}
 }
 
@@ -306,9 +321,10 @@ func (s *sim) reachedDeadline() int64 {
 	return satAdd(mulSat(s.target, s.tick), -s.src.intn(3*s.tick+1))
 }
 
-// futureDeadline returns a deadline due after the running Advance's tick.
+// futureDeadline returns a deadline due after the running Advance's tick,
+// or the last representable one.
 func (s *sim) futureDeadline() int64 {
-	min := mulSat(s.target+1, s.tick)
+	min := mulSat(satAdd(s.target, 1), s.tick)
 	return satAdd(min, mulSat(s.src.intn(3*s.widths[1]+1), s.tick))
 }
 
@@ -458,10 +474,9 @@ func (s *sim) verify() {
 	if ok != (armed > 0) {
 		s.fatalf("Next ok = %v with %d armed", ok, armed)
 	}
-	// Next may be earlier than the first deadline (a cascade is work too),
-	// never later.
-	if ok && next.After(s.h.tickTime(minDue)) {
-		s.fatalf("Next = %v, after the earliest due time %v", next, s.h.tickTime(minDue))
+	// Next is the earliest due time exactly.
+	if ok && !next.Equal(s.h.tickTime(minDue)) {
+		s.fatalf("Next = %v, want the earliest due time %v", next, s.h.tickTime(minDue))
 	}
 }
 
