@@ -3,6 +3,7 @@ package timingwheel
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -22,6 +23,9 @@ func WithClock(c clock.Clock) Option {
 	return optionFunc(func(cfg *config) error {
 		if c == nil {
 			return fmt.Errorf("%w: WithClock(nil)", ErrInvalidConfig)
+		}
+		if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer && v.IsNil() {
+			return fmt.Errorf("%w: WithClock(%T(nil))", ErrInvalidConfig, c)
 		}
 		cfg.clock = c
 		return nil
@@ -74,11 +78,14 @@ func (h *Hierarchy) Stop() {
 // drive is the driver goroutine.
 func (h *Hierarchy) drive(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	var timer *clock.Timer
+	var timer *clock.Timer // the clock timer the driver sleeps on, re-armed
 	defer func() {
+		h.mu.Lock()
 		if timer != nil {
 			timer.Stop()
 		}
+		h.driverTimer = nil
+		h.mu.Unlock()
 	}()
 	for {
 		select {
@@ -89,23 +96,38 @@ func (h *Hierarchy) drive(stop <-chan struct{}, done chan<- struct{}) {
 		h.Advance()
 		h.mu.Lock()
 		e, ok := h.nextLocked()
+		ok = ok && e <= h.lastTick // timers beyond the last tick never fire
 		h.sleepUntil = math.MaxInt64
 		if ok {
 			h.sleepUntil = e
 		}
-		h.mu.Unlock()
-
-		var expired <-chan time.Time
-		if ok {
-			wait := time.Duration(satAdd(h.tickNanos(e), -h.elapsed()))
+		due := false
+		for ok {
+			before := h.elapsed()
+			wait := satAdd(h.tickNanos(e), -before)
 			if wait <= 0 {
-				continue
+				due = true
+				break
 			}
 			if timer == nil {
-				timer = h.clock.Timer(wait)
+				timer = h.clock.Timer(time.Duration(wait))
+				h.driverTimer = timer
 			} else {
-				timer.Reset(wait)
+				timer.Reset(time.Duration(wait))
 			}
+			// A clock moved by another goroutine (a mock's Add) between
+			// the reading and the arming would leave the timer late by as
+			// much: arm again until the clock held still within a tick.
+			if h.elapsed()-before < h.tick {
+				break
+			}
+		}
+		h.mu.Unlock()
+		if due {
+			continue
+		}
+		var expired <-chan time.Time
+		if ok {
 			expired = timer.C
 		}
 		select {
@@ -115,12 +137,14 @@ func (h *Hierarchy) drive(stop <-chan struct{}, done chan<- struct{}) {
 		case <-h.wake:
 			// Stop and drain, so that a stale expiry cannot wake the next
 			// sleep early (clocks with pre-Go 1.23 timer channels keep one).
+			h.mu.Lock()
 			if timer != nil && !timer.Stop() {
 				select {
 				case <-timer.C:
 				default:
 				}
 			}
+			h.mu.Unlock()
 		}
 	}
 }

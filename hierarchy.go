@@ -28,9 +28,11 @@
 // in further levels that are added on demand, each with as many slots as
 // the last configured level, every slot as wide as a whole revolution of
 // the level below. Any deadline up to the largest [time.Duration] from now
-// works; the arithmetic saturates instead of overflowing. (Deadlines are
-// kept in nanoseconds since the origin, so one more than about 292 years
-// from the origin is held at that limit.)
+// works; the arithmetic saturates instead of overflowing. Deadlines are
+// kept in nanoseconds since the origin, so one at or beyond the largest
+// Duration (about 292 years) from the origin is held at that limit and
+// never fires, as the clock's reading saturates there too: firing it would
+// be early.
 //
 // # Driving the wheels
 //
@@ -133,6 +135,11 @@ type Hierarchy struct {
 	tick   int64 // nanoseconds
 	top    int   // slots per level added beyond the configured ones
 
+	// lastTick is the last tick the clock can reach: elapsed time saturates
+	// at the largest Duration. A deadline there or later (which includes
+	// every deadline that saturated) is due after it and never fires.
+	lastTick int64
+
 	// lazyTicks is the number of ticks level 0 spans. A timer filed at least
 	// that far beyond now is not at level 0, so moving its deadline later can
 	// skip the lock (see Timer.resetTo): it is re-filed when its slot comes up.
@@ -142,17 +149,18 @@ type Hierarchy struct {
 
 	advMu sync.Mutex // serializes Advance
 
-	mu         sync.Mutex
-	count      int // armed timers
-	levels     []*level
-	overdue    Timer    // timers due before now, sorted by filed tick
-	late       Timer    // timers filed due before now since the last Advance, unsorted
-	lateMin    int64    // a lower bound of the ticks filed on late
-	scratch    []*Timer // reused by mergeLateLocked
-	firing     Timer    // timers collected by Advance and not yet run
-	advancing  bool     // an Advance is running callbacks
-	running    bool     // the driver is running
-	sleepUntil int64    // tick the driver sleeps until (MaxInt64: idle)
+	mu          sync.Mutex
+	count       int // armed timers
+	levels      []*level
+	overdue     Timer        // timers due before now, sorted by filed tick
+	late        Timer        // timers filed due before now since the last Advance, unsorted
+	lateMin     int64        // a lower bound of the ticks filed on late
+	scratch     []*Timer     // reused by mergeLateLocked
+	firing      Timer        // timers collected by Advance and not yet run
+	advancing   bool         // an Advance is running callbacks
+	running     bool         // the driver is running
+	sleepUntil  int64        // tick the driver sleeps until (MaxInt64: idle)
+	driverTimer *clock.Timer // the clock timer the driver sleeps on, if any
 
 	wake   chan struct{} // wakes the driver for an earlier timer
 	runMu  sync.Mutex    // serializes Start and Stop
@@ -189,6 +197,7 @@ func New(opts ...Option) (*Hierarchy, error) {
 		wake:       make(chan struct{}, 1),
 	}
 	h.origin = h.clock.Now()
+	h.lastTick = h.dueTick(math.MaxInt64) - 1
 	h.overdue.initList(-1, 0)
 	h.late.initList(-1, 0)
 	h.firing.initList(-1, 0)
@@ -387,7 +396,7 @@ func (h *Hierarchy) setNowLocked(now int64) {
 func (h *Hierarchy) Advance() int {
 	h.advMu.Lock()
 	defer h.advMu.Unlock()
-	target := floorDiv(h.elapsed(), h.tick)
+	target := min(floorDiv(h.elapsed(), h.tick), h.lastTick)
 	ran := 0
 	h.mu.Lock()
 	h.advancing = true
@@ -491,7 +500,9 @@ func (h *Hierarchy) nextEventLocked() (tick int64, lv, slot int, ok bool) {
 // Next returns the time at which [Hierarchy.Advance] next has work: the
 // earliest deadline of the armed timers, rounded up to its tick. That time
 // may have passed already (a timer due but not yet advanced over). Next
-// reports false when no timer is armed.
+// reports false when no timer is armed, and when the armed timers can never
+// fire (their deadlines are held at the end of time; see Horizon in the
+// package doc).
 //
 // Next looks inside the earliest occupied coarse slots to find the exact
 // deadline, so it takes time proportional to the timers in them. The
@@ -501,7 +512,7 @@ func (h *Hierarchy) Next() (time.Time, bool) {
 	h.mu.Lock()
 	e, ok := h.nextDueLocked()
 	h.mu.Unlock()
-	if !ok {
+	if !ok || e > h.lastTick {
 		return time.Time{}, false
 	}
 	return h.tickTime(e), true
@@ -582,6 +593,11 @@ func (t *Timer) Stop() bool {
 	h.unlinkLocked(t)
 	t.filed.Store(unarmed)
 	h.count--
+	if h.count == 0 && h.driverTimer != nil {
+		// Nothing is armed: the driver need not wake at all.
+		h.driverTimer.Stop()
+		h.sleepUntil = math.MaxInt64
+	}
 	h.mu.Unlock()
 	return true
 }

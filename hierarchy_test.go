@@ -945,3 +945,60 @@ func TestGuarantee7_PastDeadlinesInAnyOrderAreO1(t *testing.T) {
 	assert.Equal(t, n, h.Advance())
 	assert.True(t, slices.IsSortedFunc(got, func(a, b time.Time) int { return a.Compare(b) }))
 }
+
+// TestGuarantee2_EndOfTime: a deadline past the largest Duration from the
+// origin saturates there; it never fires (firing it at the saturated time
+// would be early), Next does not offer it, and the driver does not spin on
+// it once the clock is past that point.
+func TestGuarantee2_EndOfTime(t *testing.T) {
+	for _, tick := range []time.Duration{time.Nanosecond, time.Millisecond} {
+		t.Run(tick.String(), func(t *testing.T) {
+			h, mock := newMock(t, WithTick(tick))
+			mock.Add(time.Hour)
+			fired := false
+			tm := h.AfterFunc(math.MaxInt64, func() { fired = true })
+			_, ok := h.Next()
+			assert.False(t, ok, "Next offers a deadline that can never come")
+			assert.Equal(t, 1, h.Len())
+			mock.Add(math.MaxInt64 - 30*time.Minute) // past the saturated deadline, before the asked one
+			h.Advance()
+			assert.False(t, fired, "fired before its deadline")
+			mustCheck(t, h)
+
+			clk := &countingClock{Clock: mock}
+			h2, err := New(WithClock(clk), WithTick(tick))
+			require.NoError(t, err)
+			h2.AfterFunc(math.MaxInt64, func() {})
+			mock.Add(math.MaxInt64) // the clock saturates
+			h2.Start()
+			time.Sleep(20 * time.Millisecond)
+			h2.Stop()
+			assert.Less(t, clk.reads.Load(), int64(1000), "the driver spins")
+			assert.True(t, tm.Stop())
+		})
+	}
+}
+
+func TestDriver_StopOfLastTimerMeansAsleep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := &countingClock{Clock: clock.New()}
+		h, err := New(WithClock(clk))
+		require.NoError(t, err)
+		h.Start()
+		defer h.Stop()
+		tm := h.AfterFunc(time.Hour, func() {})
+		synctest.Wait()
+		require.True(t, tm.Stop())
+		before := clk.reads.Load()
+		time.Sleep(2 * time.Hour)
+		synctest.Wait()
+		assert.Equal(t, before, clk.reads.Load(), "the driver woke with nothing armed")
+	})
+}
+
+func TestNew_NilMockClock(t *testing.T) {
+	var mock *clock.Mock
+	h, err := New(WithClock(mock))
+	assert.Nil(t, h)
+	assert.ErrorIs(t, err, ErrInvalidConfig)
+}
