@@ -83,7 +83,7 @@ func (h *Hierarchy) tickTime(e int64) time.Time {
 // Since is used rather than Now: with the real clock it reads only the
 // monotonic clock, half the price of Now.
 func (h *Hierarchy) elapsed() int64 {
-	if h.real {
+	if h.realClock {
 		return int64(time.Since(h.origin)) // what clock.New() does, minus two calls
 	}
 	return int64(h.clock.Since(h.origin))

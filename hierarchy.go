@@ -129,11 +129,11 @@ func WithLevels(slots ...int) Option {
 // value is not usable. All methods of Hierarchy and [Timer] are safe for
 // concurrent use by multiple goroutines.
 type Hierarchy struct {
-	clock  clock.Clock
-	real   bool // clock is the default real clock: read package time directly
-	origin time.Time
-	tick   int64 // nanoseconds
-	top    int   // slots per level added beyond the configured ones
+	clock     clock.Clock
+	realClock bool // clock is the default real clock: read package time directly
+	origin    time.Time
+	tick      int64 // nanoseconds
+	top       int   // slots per level added beyond the configured ones
 
 	// lastTick is the last tick the clock can reach: elapsed time saturates
 	// at the largest Duration. A deadline there or later (which includes
@@ -183,13 +183,13 @@ func New(opts ...Option) (*Hierarchy, error) {
 			return nil, err
 		}
 	}
-	real := c.clock == nil
-	if real {
+	realClock := c.clock == nil
+	if realClock {
 		c.clock = clock.New()
 	}
 	h := &Hierarchy{
 		clock:      c.clock,
-		real:       real,
+		realClock:  realClock,
 		tick:       int64(c.tick),
 		top:        c.slots[len(c.slots)-1],
 		lazyTicks:  int64(c.slots[0]),
