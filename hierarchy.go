@@ -657,15 +657,24 @@ func (t *Timer) resetTo(h *Hierarchy, w int64) bool {
 			}
 		}
 	}
+	d := h.dueTick(w)
 	h.mu.Lock()
-	armed := t.filed.Load() != unarmed
+	f := t.filed.Load()
+	if f == d && f > h.now.Load() {
+		// Re-armed for the tick it is filed under, in a wheel slot: only
+		// the deadline changes, the timer stays where it is.
+		t.when.Store(w)
+		h.mu.Unlock()
+		return true
+	}
+	armed := f != unarmed
 	if armed {
 		h.unlinkLocked(t)
 	} else {
 		h.count++
 	}
 	t.when.Store(w)
-	h.armLocked(t, h.dueTick(w))
+	h.armLocked(t, d)
 	h.mu.Unlock()
 	return armed
 }
