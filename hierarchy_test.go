@@ -531,13 +531,20 @@ type countingClock struct {
 func (c *countingClock) Since(t time.Time) time.Duration { c.reads.Add(1); return c.Clock.Since(t) }
 func (c *countingClock) Now() time.Time                  { c.reads.Add(1); return c.Clock.Now() }
 
+// startCounting starts, inside a synctest bubble, a hierarchy on the real
+// (bubble) clock that counts its clock reads; it stops when the test ends.
+func startCounting(t *testing.T) (*Hierarchy, *countingClock) {
+	clk := &countingClock{Clock: clock.New()}
+	h, err := New(WithClock(clk))
+	require.NoError(t, err)
+	h.Start()
+	t.Cleanup(h.Stop)
+	return h, clk
+}
+
 func TestDriver_IdleMeansAsleep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		clk := &countingClock{Clock: clock.New()}
-		h, err := New(WithClock(clk))
-		require.NoError(t, err)
-		h.Start()
-		defer h.Stop()
+		h, clk := startCounting(t)
 		synctest.Wait()
 		before := clk.reads.Load()
 		time.Sleep(24 * time.Hour)
@@ -981,11 +988,7 @@ func TestGuarantee2_EndOfTime(t *testing.T) {
 
 func TestDriver_StopOfLastTimerMeansAsleep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		clk := &countingClock{Clock: clock.New()}
-		h, err := New(WithClock(clk))
-		require.NoError(t, err)
-		h.Start()
-		defer h.Stop()
+		h, clk := startCounting(t)
 		tm := h.AfterFunc(time.Hour, func() {})
 		synctest.Wait()
 		require.True(t, tm.Stop())
