@@ -678,3 +678,33 @@ func (t *Timer) resetTo(h *Hierarchy, w int64) bool {
 	h.mu.Unlock()
 	return armed
 }
+
+// Init binds t, a zero or unarmed Timer held by value (a field of the
+// caller's own struct), to h with callback f, and returns t, unarmed. Then
+// [Timer.Reset] and [Timer.ResetAt] arm it (returning false the first
+// time) and [Timer.Stop] disarms it, exactly as for a timer returned by
+// [Hierarchy.AfterFunc] and then stopped. Neither Init nor any later Reset,
+// ResetAt or Stop allocates. f may refer to t itself: t exists before it is
+// first armed.
+//
+// Init panics if h or f is nil, or if t is armed. A Timer must not be
+// copied once initialized.
+func (t *Timer) Init(h *Hierarchy, f func()) *Timer {
+	if h == nil {
+		panic("timingwheel: Timer.Init called with a nil Hierarchy")
+	}
+	if f == nil {
+		panic("timingwheel: Timer.Init called with a nil func")
+	}
+	if t.h != nil {
+		t.h.mu.Lock()
+		armed := t.filed.Load() != unarmed
+		t.h.mu.Unlock()
+		if armed {
+			panic("timingwheel: Timer.Init called on an armed Timer")
+		}
+	}
+	t.h, t.f = h, f
+	t.filed.Store(unarmed)
+	return t
+}
