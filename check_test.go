@@ -42,8 +42,25 @@ func setBits(words []uint64) iter.Seq[int] {
 //     (which is empty between Advances unless a callback panicked);
 //   - Len equals the number of timers in all lists.
 func (h *Hierarchy) check() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	for i, s := range h.shards {
+		if s.idx != i || s.h != h {
+			return fmt.Errorf("shard %d: says it is shard %d of %p", i, s.idx, s.h)
+		}
+		if err := s.check(); err != nil {
+			return fmt.Errorf("shard %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// check verifies one shard's invariants; see Hierarchy.check.
+func (sh *shard) check() error {
+	sh.lock()
+	defer sh.mu.Unlock()
+	h := sh
+	if q := sh.seq.Load(); q&1 != 0 {
+		return fmt.Errorf("seq %d is odd outside a cascade batch", q)
+	}
 	now := h.now.Load()
 	n := 0
 	// walk checks the list s; name is called only to describe a failure.
@@ -60,14 +77,14 @@ func (h *Hierarchy) check() error {
 			if x == nil || x.next == nil || x.next.prev != x {
 				return errors.New("broken links")
 			}
-			if x.h != h || x.f == nil {
+			if x.sh != sh || x.f == nil {
 				return errors.New("foreign node")
 			}
 			f := x.filed.Load()
 			if f == unarmed || f == claimed {
 				return fmt.Errorf("timer in a list is marked %d", f)
 			}
-			if d := h.dueTick(x.when.Load()); d < f {
+			if d := sh.h.dueTick(x.when.Load()); d < f {
 				return fmt.Errorf("timer due at tick %d filed later, at %d", d, f)
 			}
 			n++

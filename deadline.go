@@ -24,6 +24,10 @@ const (
 	unarmed     = math.MinInt64     // not in any list: never armed, stopped, or fired
 	claimed     = math.MinInt64 + 1 // being taken off the firing list by Advance
 	minDeadline = math.MinInt64 + 2 // earliest deadline representable, in ns since origin
+
+	// neverArmed, in Timer.when, marks a timer initialized by Init and not
+	// armed since: its Deadline is the zero Time.
+	neverArmed = math.MinInt64
 )
 
 // satAdd returns a+b, saturated to the int64 range.

@@ -442,8 +442,9 @@ func TestGuarantee7_O1(t *testing.T) {
 	assert.Nil(t, lone.next)
 	assert.Nil(t, lone.prev)
 	mustCheck(t, h)
-	s := h.levels[0].slotOf(h.dueTick(lone.when.Load()))
-	assert.True(t, h.levels[0].slots[s].empty(), "no tombstone left in the slot")
+	l0 := lone.sh.levels[0]
+	s := l0.slotOf(h.dueTick(lone.when.Load()))
+	assert.True(t, l0.slots[s].empty(), "no tombstone left in the slot")
 }
 
 func TestNext_IsTheEarliestDeadline(t *testing.T) {

@@ -382,10 +382,10 @@ func (s *sim) advance() {
 	s.lastDue = math.MinInt64
 	s.fired = 0
 	s.inAdvance = true
-	levels := len(s.h.levels)
+	levels := s.levels()
 	n := s.h.Advance()
 	s.inAdvance = false
-	if len(s.h.levels) > len(s.widths)-1 || levels > len(s.widths)-1 {
+	if s.levels() > len(s.widths)-1 || levels > len(s.widths)-1 {
 		s.stats["overflow-levels"]++
 	}
 	if n != s.fired {
@@ -396,6 +396,15 @@ func (s *sim) advance() {
 			s.fatalf("timer %d due at tick %d not fired by Advance at tick %d", i, s.modelDue(st.when), s.target)
 		}
 	}
+}
+
+// levels returns the most levels any shard has.
+func (s *sim) levels() int {
+	n := 0
+	for _, sh := range s.h.shards {
+		n = max(n, len(sh.levels))
+	}
+	return n
 }
 
 func (s *sim) step() {
@@ -423,7 +432,7 @@ func (s *sim) step() {
 			w = satAdd(st.when, s.src.intn(2*s.widths[1]*s.tick)) // later: the lazy path
 		}
 		if st.armed {
-			if f, now := st.t.filed.Load(), s.h.now.Load(); w >= st.when && f > now && f-now >= s.h.lazyTicks {
+			if f, now := st.t.filed.Load(), st.t.sh.now.Load(); w >= st.when && f > now && f-now >= s.h.lazyTicks {
 				s.stats["lazy-reset"]++
 			}
 			if s.modelDue(clampNs(w)) == s.modelDue(st.when) {

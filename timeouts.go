@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // Timeouts is a set of keys that each expire at their own deadline: the
@@ -18,9 +19,17 @@ import (
 // any method of the set, for example Add to re-arm the key. A key that is
 // re-armed or removed before expired runs for it is not reported.
 //
-// Timeouts is safe for concurrent use by multiple goroutines. It holds one
-// [Timer] per key and releases it when the key expires or is removed.
-// Create one with [NewTimeouts]; the zero value is not usable.
+// Keys are compared with ==, as a map's are. A key that is not equal to
+// itself (a floating-point NaN, or a struct, array or interface holding
+// one) could never be found again, so Add panics for it; a key whose
+// dynamic type is not comparable (a slice in an interface) panics as it
+// would in a map. Either panic leaves the set as it was.
+//
+// Timeouts is safe for concurrent use by multiple goroutines. It keeps its
+// timers by value in its own storage, one per key, and reuses the storage
+// of keys that expired or were removed: adding a key and re-arming it
+// allocate nothing once the set has held as many keys before. Create one
+// with [NewTimeouts]; the zero value is not usable.
 type Timeouts[K comparable] struct {
 	h       *Hierarchy
 	expired func(K)
@@ -32,11 +41,35 @@ type Timeouts[K comparable] struct {
 // heartbeats of many connections do not queue on one mutex.
 const timeoutShards = 16
 
+// A timeoutShard holds its keys' entries in pages that never move (the
+// timers in them are linked into the wheels by address) and finds them
+// through an open-addressing table of entry numbers: 4 bytes a slot,
+// against a map's 16 or more.
 type timeoutShard[K comparable] struct {
-	mu sync.Mutex
-	m  map[K]*Timer
-	_  [64]byte // keep neighbouring shards' locks off one cache line
+	mu    sync.Mutex
+	seed  maphash.Seed
+	table []uint32 // slotEmpty, slotGone, or (entry number+1)<<8 | tag
+	used  int      // slots not empty: keys and gone ones
+	n     int      // keys
+	pages [][]entry[K]
+	free  []uint32 // numbers of unused entries
+	fire  []func() // the timers' callbacks, one per hierarchy shard
+	_     [64]byte // keep neighbouring shards' locks off one cache line
 }
+
+// An entry is one key and its timer. The timer comes first, so that its
+// callback can find the entry from the timer.
+type entry[K comparable] struct {
+	t   Timer
+	key K
+}
+
+const (
+	slotEmpty = 0
+	slotGone  = 1<<32 - 1 // a removed key: probing goes on past it
+	pageSize  = 256       // entries per page
+	maxEntry  = 1<<24 - 2 // entry numbers fit in 24 bits, and no slot is slotGone
+)
 
 // NewTimeouts returns an empty set whose keys expire on h, calling expired
 // with each key that expires. It panics if h or expired is nil.
@@ -44,51 +77,85 @@ func NewTimeouts[K comparable](h *Hierarchy, expired func(K)) *Timeouts[K] {
 	if h == nil {
 		panic("timingwheel: NewTimeouts called with a nil Hierarchy")
 	}
+	h.mustBeMade("NewTimeouts")
 	if expired == nil {
 		panic("timingwheel: NewTimeouts called with a nil expired func")
 	}
 	s := &Timeouts[K]{h: h, expired: expired, seed: maphash.MakeSeed()}
-	for i := range s.shards {
-		s.shards[i].m = make(map[K]*Timer)
+	for j := range s.shards {
+		sh := &s.shards[j]
+		sh.seed = s.seed
+		for _, hs := range h.shards {
+			// The hierarchy notes which timer it fires in the firing
+			// shard, so one callback serves every timer of a shard pair.
+			sh.fire = append(sh.fire, func() { s.fire(sh, hs.current) })
+		}
 	}
 	return s
 }
 
-func (s *Timeouts[K]) shard(k K) *timeoutShard[K] {
-	return &s.shards[maphash.Comparable(s.seed, k)%timeoutShards]
+func (s *Timeouts[K]) mustBeMade(method string) {
+	if s == nil || s.h == nil {
+		panic("timingwheel: Timeouts." + method + " called on a set not created by NewTimeouts")
+	}
+}
+
+// locate returns k's hash and shard. It panics, before any lock is taken,
+// for a key that is not equal to itself or whose type is not comparable.
+func (s *Timeouts[K]) locate(k K) (uint64, *timeoutShard[K]) {
+	if k != k {
+		panic("timingwheel: Timeouts key is not equal to itself (a NaN?): it could never be found again")
+	}
+	hash := maphash.Comparable(s.seed, k)
+	return hash, &s.shards[hash%timeoutShards]
 }
 
 // Add arms k to expire d from now, adding it to the set, or, if k is in the
 // set, re-arms it with the new deadline (later or earlier). Re-arming a key
-// allocates nothing. A d <= 0 expires k on the next [Hierarchy.Advance].
-func (s *Timeouts[K]) Add(k K, d time.Duration) { s.add(k, d) }
+// allocates nothing, and neither does adding one once the set has held as
+// many keys. A d <= 0 expires k on the next [Hierarchy.Advance].
+func (s *Timeouts[K]) Add(k K, d time.Duration) {
+	s.mustBeMade("Add")
+	s.add(k, d)
+}
 
 // add is Add; it reports whether k was newly added (not re-armed).
 func (s *Timeouts[K]) add(k K, d time.Duration) bool {
+	hash, sh := s.locate(k)
 	w := s.h.after(d) // read the clock before taking the lock
-	sh := s.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if t, ok := sh.m[k]; ok {
-		t.resetTo(s.h, w)
+	if i, ok := sh.find(k, hash); ok {
+		t := &sh.entry(i).t
+		t.resetTo(t.sh, w)
 		return false
 	}
-	t := &Timer{h: s.h}
-	t.f = func() { s.fire(sh, k, t) }
-	sh.m[k] = s.h.arm(t, w)
+	i := sh.alloc()
+	e := sh.entry(i)
+	e.key = k
+	e.t.sh = s.h.pickShard()
+	e.t.f = sh.fire[e.t.sh.idx]
+	e.t.filed.Store(unarmed)
+	sh.insert(hash, i)
+	e.t.resetTo(e.t.sh, w)
 	return true
 }
 
-// fire is the callback of k's timer t.
-func (s *Timeouts[K]) fire(sh *timeoutShard[K], k K, t *Timer) {
+// fire is the callback of the timer t of an entry of sh.
+func (s *Timeouts[K]) fire(sh *timeoutShard[K], t *Timer) {
+	e := (*entry[K])(unsafe.Pointer(t))
 	sh.mu.Lock()
 	// Between t firing and this lock, Add may have re-armed t (report
-	// nothing: the key is live again), or Remove may have taken k out.
-	if sh.m[k] != t || t.filed.Load() != unarmed {
+	// nothing: the key is live again), or Remove may have taken the key out
+	// (and Add may have reused the entry for another key).
+	k := e.key
+	hash := maphash.Comparable(s.seed, k)
+	i, ok := sh.find(k, hash)
+	if !ok || sh.entry(i) != e || t.filed.Load() != unarmed {
 		sh.mu.Unlock()
 		return
 	}
-	delete(sh.m, k)
+	sh.remove(k, hash, i)
 	sh.mu.Unlock()
 	s.expired(k)
 }
@@ -96,39 +163,157 @@ func (s *Timeouts[K]) fire(sh *timeoutShard[K], k K, t *Timer) {
 // Remove takes k out of the set. It reports whether k was in the set; if
 // so, expired will not be called for it.
 func (s *Timeouts[K]) Remove(k K) bool {
-	sh := s.shard(k)
+	s.mustBeMade("Remove")
+	hash, sh := s.locate(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	t, ok := sh.m[k]
+	i, ok := sh.find(k, hash)
 	if !ok {
 		return false
 	}
-	delete(sh.m, k)
-	t.Stop()
+	sh.entry(i).t.Stop()
+	sh.remove(k, hash, i)
 	return true
 }
 
 // Deadline returns the deadline k was last armed with, and whether k is in
 // the set.
 func (s *Timeouts[K]) Deadline(k K) (time.Time, bool) {
-	sh := s.shard(k)
+	s.mustBeMade("Deadline")
+	hash, sh := s.locate(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	t, ok := sh.m[k]
+	i, ok := sh.find(k, hash)
 	if !ok {
 		return time.Time{}, false
 	}
-	return t.Deadline(), true
+	return sh.entry(i).t.Deadline(), true
 }
 
 // Len returns the number of keys in the set.
 func (s *Timeouts[K]) Len() int {
+	s.mustBeMade("Len")
 	n := 0
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += len(sh.m)
+		n += sh.n
 		sh.mu.Unlock()
 	}
 	return n
+}
+
+// entry returns entry number i.
+func (sh *timeoutShard[K]) entry(i uint32) *entry[K] {
+	return &sh.pages[i/pageSize][i%pageSize]
+}
+
+// tag is the part of a key's hash kept in its slot, to skip most entries
+// of other keys without reading them.
+func tag(hash uint64) uint32 { return uint32(hash >> 56) }
+
+// start is the slot where probing for hash begins.
+func (sh *timeoutShard[K]) start(hash uint64) int {
+	return int(hash>>8) & (len(sh.table) - 1)
+}
+
+// find returns the number of k's entry. sh.mu must be held.
+func (sh *timeoutShard[K]) find(k K, hash uint64) (uint32, bool) {
+	if sh.n == 0 {
+		return 0, false
+	}
+	mask, tg := len(sh.table)-1, tag(hash)
+	for j := sh.start(hash); ; j = (j + 1) & mask {
+		switch v := sh.table[j]; {
+		case v == slotEmpty:
+			return 0, false
+		case v != slotGone && v&0xff == tg:
+			if i := v>>8 - 1; sh.entry(i).key == k {
+				return i, true
+			}
+		}
+	}
+}
+
+// insert files entry number i under hash; its key is not in the table.
+// sh.mu must be held.
+func (sh *timeoutShard[K]) insert(hash uint64, i uint32) {
+	if (sh.used+1)*4 > len(sh.table)*3 {
+		sh.rehash()
+	}
+	mask := len(sh.table) - 1
+	j := sh.start(hash)
+	for sh.table[j] != slotEmpty && sh.table[j] != slotGone {
+		j = (j + 1) & mask
+	}
+	if sh.table[j] == slotEmpty {
+		sh.used++
+	}
+	sh.table[j] = (i+1)<<8 | tag(hash)
+	sh.n++
+}
+
+// remove takes k, in entry number i, out of the table and frees the entry.
+// sh.mu must be held.
+func (sh *timeoutShard[K]) remove(k K, hash uint64, i uint32) {
+	mask := len(sh.table) - 1
+	want := (i+1)<<8 | tag(hash)
+	j := sh.start(hash)
+	for sh.table[j] != want {
+		j = (j + 1) & mask
+	}
+	sh.table[j] = slotGone
+	sh.n--
+	e := sh.entry(i)
+	var zero K
+	e.key = zero // hold no reference to the key
+	e.t.f = nil
+	sh.free = append(sh.free, i)
+}
+
+// rehash rebuilds the table without its gone slots, twice as large if the
+// keys fill more than half of it. sh.mu must be held.
+func (sh *timeoutShard[K]) rehash() {
+	size := max(16, len(sh.table))
+	if (sh.n+1)*2 > size {
+		size *= 2
+	}
+	old := sh.table
+	sh.table = make([]uint32, size)
+	sh.used = sh.n
+	mask := size - 1
+	for _, v := range old {
+		if v == slotEmpty || v == slotGone {
+			continue
+		}
+		hash := sh.hash(v)
+		j := sh.start(hash)
+		for sh.table[j] != slotEmpty {
+			j = (j + 1) & mask
+		}
+		sh.table[j] = v
+	}
+}
+
+// hash returns the hash of the key of the entry that slot value v names.
+func (sh *timeoutShard[K]) hash(v uint32) uint64 {
+	return maphash.Comparable(sh.seed, sh.entry(v>>8-1).key)
+}
+
+// alloc returns the number of an unused entry. sh.mu must be held.
+func (sh *timeoutShard[K]) alloc() uint32 {
+	if n := len(sh.free); n > 0 {
+		i := sh.free[n-1]
+		sh.free = sh.free[:n-1]
+		return i
+	}
+	i := len(sh.pages) * pageSize
+	if i+pageSize-1 > maxEntry {
+		panic("timingwheel: Timeouts shard holds too many keys")
+	}
+	sh.pages = append(sh.pages, make([]entry[K], pageSize))
+	for j := pageSize - 1; j > 0; j-- {
+		sh.free = append(sh.free, uint32(i+j))
+	}
+	return uint32(i)
 }

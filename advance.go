@@ -1,0 +1,152 @@
+package timingwheel
+
+import (
+	"math"
+	"sync"
+)
+
+// Advance runs, on the calling goroutine, the callback of every armed timer
+// whose deadline, rounded up to a tick, is at or before the clock's reading
+// now, in order of those rounded deadlines across all shards. It returns
+// how many callbacks ran. It cascades coarse slots on the way, visiting
+// only slots that hold timers, so a jump of the clock by any amount costs
+// work proportional to the timers due and the occupied slots crossed.
+//
+// Calls of Advance, including the driver's, are serialized: a callback must
+// not call Advance or [Hierarchy.Stop], which would wait for it. A timer
+// armed by a callback for a time already reached fires in this Advance or
+// the next. If a callback panics, the panic propagates to the caller of
+// Advance; the hierarchy stays consistent and the timers still due fire on
+// the next Advance. If the clock has gone backwards, nothing fires until it
+// passes the deadlines again.
+//
+// With [WithParallelCallbacks], each shard's callbacks run on a goroutine
+// of their own and Advance returns once all have run.
+func (h *Hierarchy) Advance() int {
+	h.mustBeMade("Advance")
+	h.advMu.Lock()
+	defer h.advMu.Unlock()
+	ns := h.elapsed()
+	target := min(floorDiv(ns, h.tick), h.lastTick)
+	for _, s := range h.shards {
+		s.lock()
+		s.advancing = true
+		// What a panicking callback left on the firing list goes back
+		// among the overdue timers, in order; then the late arrivals.
+		for t := s.firing.next; t != &s.firing; t = s.firing.next {
+			t.unlink()
+			s.fileLateLocked(t, t.filed.Load())
+		}
+		s.mergeLateLocked()
+		s.mu.Unlock()
+	}
+	defer h.endAdvance(target)
+	if h.parallel && len(h.shards) > 1 {
+		return h.advanceParallel(target, ns)
+	}
+	return h.advanceOrdered(target, ns)
+}
+
+// endAdvance moves every shard's now to target, unless it is there already,
+// and ends the Advance.
+func (h *Hierarchy) endAdvance(target int64) {
+	h.frontier.Store(math.MinInt64)
+	for _, s := range h.shards {
+		s.lock()
+		if target > s.now.Load() {
+			s.collectLocked(target) // nothing is due by target: this only moves now
+		}
+		s.advancing = false
+		s.mu.Unlock()
+	}
+}
+
+// advanceOrdered fires the timers of all shards due by target, merged in
+// order of their due ticks: tick by tick with work, each shard collects
+// and fires what it has for that tick. ns is the clock's reading.
+func (h *Hierarchy) advanceOrdered(target, ns int64) int {
+	ran := 0
+	for {
+		c, ok := int64(0), false
+		for _, s := range h.shards {
+			s.lock()
+			if e, due := s.nextWorkLocked(target); due && (!ok || e < c) {
+				c, ok = e, true
+			}
+			s.mu.Unlock()
+		}
+		if !ok {
+			return ran
+		}
+		h.frontier.Store(c)
+		for _, s := range h.shards {
+			ran += s.advanceTo(c, ns)
+		}
+	}
+}
+
+// advanceTo collects the shard's work up to tick c and runs the callbacks
+// due, returning how many ran. clockNs is the clock's reading, for the
+// lateness statistics.
+func (s *shard) advanceTo(c, clockNs int64) int {
+	s.lock()
+	held := true
+	defer func() {
+		if held {
+			s.mu.Unlock()
+		}
+	}()
+	if e, due := s.nextWorkLocked(c); !due || e > c {
+		return 0
+	}
+	s.collectLocked(c)
+	return s.fireLocked(clockNs, &held)
+}
+
+// advanceParallel runs each shard's due timers on a goroutine of its own,
+// each shard in its own order, and waits for all. The first panic of a
+// callback is raised again here once every shard is done. ns is the
+// clock's reading.
+func (h *Hierarchy) advanceParallel(target, ns int64) int {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		ran   int
+		perr  any
+		found bool
+	)
+	for _, s := range h.shards {
+		s.lock()
+		_, due := s.nextWorkLocked(target)
+		s.mu.Unlock()
+		if !due {
+			continue
+		}
+		wg.Go(func() {
+			n := 0
+			defer func() {
+				r := recover()
+				mu.Lock()
+				ran += n
+				if r != nil && !found {
+					perr, found = r, true
+				}
+				mu.Unlock()
+			}()
+			for {
+				s.lock()
+				c, due := s.nextWorkLocked(target)
+				s.mu.Unlock()
+				if !due {
+					return
+				}
+				n += s.advanceTo(c, ns)
+			}
+		})
+	}
+	wg.Wait()
+	if found {
+		panic(perr)
+	}
+	return ran
+}

@@ -1,0 +1,380 @@
+package timingwheel
+
+import (
+	"cmp"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// A shard is one complete set of wheels with its own lock. A Hierarchy has
+// several, so that goroutines on different cores arm, re-arm and stop
+// timers without sharing a lock or writing a shared cache line: each timer
+// belongs to the shard of the processor that created it (see
+// Hierarchy.pickShard) and stays there. Advance merges the shards' timers
+// in order of their due ticks.
+//
+// Everything below is guarded by mu except where a field says otherwise.
+type shard struct {
+	h   *Hierarchy
+	idx int // in h.shards
+	mu  sync.Mutex
+
+	// waiting counts goroutines blocked on mu in lock. A cascade or a scan
+	// that holds mu for long checks it between batches and lets them in.
+	waiting atomic.Int32
+
+	now atomic.Int64 // current tick; written with mu held
+
+	// seq is odd while a batch of a cascade runs. A lazy Reset (which
+	// takes no lock) that sees it odd, or changed across its store, takes
+	// the lock instead: the cascade may have read the old deadline.
+	seq atomic.Uint64
+
+	count     int  // armed timers
+	advancing bool // an Advance is running: timers due by now wait for the next one
+
+	levels  []*level
+	overdue Timer    // timers due before now, sorted by filed tick
+	late    Timer    // timers filed due before now since the last Advance, unsorted
+	lateMin int64    // a lower bound of the ticks filed on late
+	scratch []*Timer // reused by mergeLateLocked
+	firing  Timer    // timers collected by Advance and not yet run
+	current *Timer   // the timer whose callback runs, for Timeouts; written by the advancing goroutine
+
+	stats shardStats
+
+	_ [64]byte // keep the next shard's hot fields off this one's cache lines
+}
+
+// Work is done in batches of at most this many timers per hold of a
+// shard's lock, so that arming and stopping never wait for more.
+const batch = 256
+
+func newShard(h *Hierarchy, idx int, slots []int) *shard {
+	s := &shard{h: h, idx: idx}
+	s.overdue.initList(-1, 0)
+	s.late.initList(-1, 0)
+	s.firing.initList(-1, 0)
+	width := int64(1)
+	for _, n := range slots {
+		l := newLevel(len(s.levels), n, width)
+		s.levels = append(s.levels, l)
+		if l.span == 0 {
+			break // this level already covers every tick; more would stay empty
+		}
+		width = l.span
+	}
+	s.setNowLocked(0)
+	return s
+}
+
+// lock takes s.mu, counting itself in waiting while it has to wait.
+func (s *shard) lock() {
+	if s.mu.TryLock() {
+		return
+	}
+	s.waiting.Add(1)
+	s.mu.Lock()
+	s.waiting.Add(-1)
+}
+
+// yieldLocked lets goroutines waiting for s.mu take it, then takes it
+// back. It is called between batches of long work. s.mu must be held.
+func (s *shard) yieldLocked() {
+	if s.waiting.Load() == 0 {
+		return
+	}
+	s.mu.Unlock()
+	// A waiter woken by Unlock is queued to run on this processor next:
+	// yield so that it runs before this goroutine takes the lock again.
+	runtime.Gosched()
+	s.lock()
+}
+
+// armLocked files t, newly (re-)armed and due at tick d. s.mu must be held.
+func (s *shard) armLocked(t *Timer, d int64) {
+	if s.advancing && d <= max(s.now.Load(), s.h.frontier.Load()) {
+		// Armed by a callback (or beside one) for a tick already being
+		// fired: keep it for the next Advance, so that a callback that
+		// re-arms itself for "now" cannot keep one Advance from returning,
+		// and the order of one Advance holds.
+		s.fileLateLocked(t, d)
+		return
+	}
+	s.placeLocked(t, d)
+}
+
+// placeLocked files t under due tick d: on the late list if d is before
+// now, otherwise in the slot of the lowest level whose current revolution
+// contains d. s.mu must be held.
+func (s *shard) placeLocked(t *Timer, d int64) {
+	if d < s.now.Load() {
+		s.fileLateLocked(t, d)
+		return
+	}
+	t.filed.Store(d)
+	i := 0
+	for d > s.levels[i].last {
+		i++
+		if i == len(s.levels) {
+			s.addLevelLocked()
+		}
+	}
+	l := s.levels[i]
+	sl := l.slotOf(d)
+	l.setOccupied(sl)
+	l.slots[sl].pushBack(t)
+}
+
+// addLevelLocked adds a level above the top one, for deadlines beyond the
+// top's current revolution. It is not called once a level spans every tick.
+func (s *shard) addLevelLocked() {
+	top := s.levels[len(s.levels)-1]
+	l := newLevel(len(s.levels), s.h.top, top.span)
+	l.setNow(s.now.Load())
+	s.levels = append(s.levels, l)
+}
+
+// fileLateLocked files t, due at tick d before now (or at now, while an
+// Advance runs), for the next Advance: on the late list, in O(1). The next
+// Advance sorts the late list into the overdue list (mergeLateLocked), so
+// that arming stays O(1) whatever order past deadlines come in.
+// s.mu must be held.
+func (s *shard) fileLateLocked(t *Timer, d int64) {
+	t.filed.Store(d)
+	if s.late.empty() || d < s.lateMin {
+		s.lateMin = d
+	}
+	s.late.pushBack(t)
+}
+
+// mergeLateLocked sorts the late list by due tick and merges it into the
+// overdue list, O(k log k) for k late timers. s.mu must be held.
+func (s *shard) mergeLateLocked() {
+	if s.late.empty() {
+		return
+	}
+	sc := s.scratch[:0]
+	for t := s.late.takeAll(); t != nil; t = t.next {
+		sc = append(sc, t)
+	}
+	slices.SortStableFunc(sc, func(a, b *Timer) int { return cmp.Compare(a.filed.Load(), b.filed.Load()) })
+	x := s.overdue.next
+	for _, t := range sc {
+		for x != &s.overdue && x.filed.Load() <= t.filed.Load() {
+			x = x.next
+		}
+		x.insertBefore(t)
+	}
+	clear(sc) // keep no references in the scratch slice
+	if cap(sc) > 1<<12 {
+		sc = nil // a burst of past deadlines: do not hold its memory
+	}
+	s.scratch = sc[:0]
+}
+
+// unlinkLocked takes t off whatever list holds it, keeping the occupancy
+// bitmaps exact. s.mu must be held.
+func (s *shard) unlinkLocked(t *Timer) {
+	if e := t.unlink(); e != nil {
+		if lv := e.when.Load(); lv >= 0 {
+			s.levels[lv].clearOccupied(int(e.filed.Load()))
+		}
+	}
+}
+
+// setNowLocked moves the current tick to now. s.mu must be held.
+func (s *shard) setNowLocked(now int64) {
+	s.now.Store(now)
+	for _, l := range s.levels {
+		l.setNow(now)
+	}
+}
+
+// nextEventLocked returns the earliest event of the wheels: the first tick
+// of the earliest occupied slot, preferring the higher level on a tie, so
+// cascades into a tick come before it fires. s.mu must be held.
+func (s *shard) nextEventLocked() (tick int64, lv, slot int, ok bool) {
+	now := s.now.Load()
+	for i := len(s.levels) - 1; i >= 0; i-- {
+		if e, sl, found := s.levels[i].next(now); found && (!ok || e < tick) {
+			tick, lv, slot, ok = e, i, sl, true
+		}
+	}
+	return
+}
+
+// nextWorkLocked returns the tick of the shard's next work for an Advance
+// to target: the head of the firing or overdue list, or the next event of
+// the wheels, if it is at or before target. The late list waits for the
+// next Advance. s.mu must be held.
+func (s *shard) nextWorkLocked(target int64) (int64, bool) {
+	e, _, _, ok := s.nextEventLocked()
+	for _, l := range []*Timer{&s.firing, &s.overdue} {
+		if !l.empty() {
+			if f := l.next.filed.Load(); !ok || f < e {
+				e, ok = f, true
+			}
+		}
+	}
+	return e, ok && e <= target
+}
+
+// nextWakeLocked returns the tick of the next work for Advance: the
+// earliest event of the wheels (which may be a cascade) or of the overdue,
+// late and firing lists. It costs O(levels), not O(timers). s.mu must be
+// held.
+func (s *shard) nextWakeLocked() (int64, bool) {
+	if s.count == 0 {
+		return 0, false
+	}
+	e, ok := s.nextWorkLocked(math.MaxInt64)
+	if !s.late.empty() && (!ok || s.lateMin < e) {
+		e, ok = s.lateMin, true // may be earlier than needed after a Stop: harmless
+	}
+	return e, ok
+}
+
+// nextDueLocked returns the earliest due tick of the armed timers, looking
+// at no more than batch timers: the overdue, firing and level-0 lists are in
+// tick order, so their heads tell; the late list and coarse slots are
+// scanned, coarse slots in order while they start before the best found.
+// When the budget runs out, it returns the earliest event instead: a
+// cascade, at or before every deadline still unseen. s.mu must be held.
+func (s *shard) nextDueLocked() (best int64, ok bool) {
+	if s.count == 0 {
+		return 0, false
+	}
+	consider := func(d int64) {
+		if !ok || d < best {
+			best, ok = d, true
+		}
+	}
+	for _, l := range []*Timer{&s.firing, &s.overdue} {
+		if !l.empty() {
+			consider(l.next.filed.Load())
+		}
+	}
+	budget := batch
+	for t := s.late.next; t != &s.late; t = t.next {
+		if budget--; budget < 0 {
+			consider(s.lateMin)
+			break
+		}
+		consider(t.filed.Load())
+	}
+	now := s.now.Load()
+	for i, l := range s.levels {
+		for e, sl, found := l.next(now); found && (!ok || e < best); e, sl, found = l.nextAfter(now, sl) {
+			if i == 0 {
+				consider(e) // a level-0 slot holds timers due at its tick
+				break
+			}
+			sent := &l.slots[sl]
+			for t := sent.next; t != sent; t = t.next {
+				if budget--; budget < 0 {
+					consider(e) // the slot's cascade: no deadline in it is earlier
+					break
+				}
+				consider(s.h.dueTick(t.when.Load()))
+			}
+		}
+	}
+	return best, ok
+}
+
+// collectLocked processes, in order, the shard's work up to tick c: the
+// overdue timers due by c and the wheels' events up to c, cascading coarse
+// slots and moving the timers of level-0 slots to the firing list. It
+// leaves now at c (or where it was, if later). s.mu must be held; it is
+// released and taken again between batches of a long cascade.
+func (s *shard) collectLocked(c int64) {
+	for t := s.overdue.next; t != &s.overdue && t.filed.Load() <= c; t = s.overdue.next {
+		t.unlink()
+		s.firing.pushBack(t)
+	}
+	for {
+		e, lv, sl, ok := s.nextEventLocked()
+		if !ok || e > c {
+			break
+		}
+		if e > s.now.Load() {
+			s.setNowLocked(e)
+		}
+		l := s.levels[lv]
+		if lv == 0 {
+			l.clearOccupied(sl)
+			l.slots[sl].moveAllTo(&s.firing)
+			continue
+		}
+		s.cascadeLocked(l, sl)
+	}
+	if c > s.now.Load() {
+		s.setNowLocked(c)
+	}
+}
+
+// cascadeLocked places again, each at a lower level, the timers of slot sl
+// of level l, whose first tick is now, in batches: between two, arming and
+// stopping (of these timers too) can take the lock. No timer can be filed
+// into the slot meanwhile, as the level below now covers its ticks. s.mu
+// must be held.
+func (s *shard) cascadeLocked(l *level, sl int) {
+	sent := &l.slots[sl]
+	for {
+		s.seq.Add(1) // odd: lazy Resets take the lock
+		for range batch {
+			t := sent.next
+			if t == sent {
+				break
+			}
+			t.unlink()
+			s.placeLocked(t, s.h.dueTick(t.when.Load()))
+		}
+		s.seq.Add(1)
+		if sent.empty() {
+			l.clearOccupied(sl)
+			return
+		}
+		s.yieldLocked()
+	}
+}
+
+// fireLocked runs the callbacks of the timers on the firing list, in order,
+// with s.mu released around each, and returns how many ran. clockNs is the
+// clock's reading, for the lateness statistics. *held tells whether s.mu
+// is held: if a callback panics, the panic propagates with s.mu released
+// and the rest of the list is left for the next Advance. s.mu must be held.
+func (s *shard) fireLocked(clockNs int64, held *bool) (ran int) {
+	for {
+		t := s.firing.next
+		if t == &s.firing {
+			return ran
+		}
+		t.unlink()
+		filed := t.filed.Load()
+		// Claim t before looking at its deadline: a Reset racing without the
+		// lock either sees the claim (and takes the lock) or its new
+		// deadline is seen here.
+		t.filed.Store(claimed)
+		if d := s.h.dueTick(t.when.Load()); d != filed {
+			s.placeLocked(t, d) // moved later since it was filed
+			continue
+		}
+		t.filed.Store(unarmed)
+		s.count--
+		s.stats.fired++
+		s.stats.lateness.add(clockNs - s.h.tickNanos(filed))
+		f := t.f
+		s.current = t
+		*held = false
+		s.mu.Unlock()
+		ran++
+		f()
+		s.lock()
+		*held = true
+	}
+}

@@ -1,0 +1,176 @@
+package timingwheel
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Timer is one timer of a [Hierarchy], created by [Hierarchy.AfterFunc] or
+// [Hierarchy.AtFunc], or held by value in the caller's own struct and bound
+// with [Timer.Init]. Its methods mirror [time.Timer]'s. A zero Timer is
+// not usable until Init: its other methods panic. A Timer must not be
+// copied once created or initialized (go vet reports copies).
+type Timer struct {
+	next, prev *Timer // position in a list; nil when in none
+	sh         *shard // the shard it belongs to, for good
+	// when is the deadline in nanoseconds since the origin. It may be moved
+	// later without the lock (Timer.resetTo), so it is atomic.
+	when atomic.Int64
+	// filed is the tick the timer was placed for (its due tick when placed),
+	// or unarmed/claimed. Written with the shard's lock held; read without
+	// it by resetTo.
+	filed atomic.Int64
+	f     func()
+}
+
+// Init binds t, a zero or unarmed Timer held by value (typically a field of
+// the caller's own struct: a connection, a packet record), to h with
+// callback f, and returns t, unarmed. [Timer.Reset] and [Timer.ResetAt] then
+// arm it (returning false the first time) and [Timer.Stop] disarms it,
+// exactly as for a timer returned by [Hierarchy.AfterFunc] and then stopped.
+// Neither Init nor any later Reset, ResetAt or Stop allocates.
+//
+// f may refer to t itself, to re-arm it (the retransmit pattern): t exists
+// before it is first armed, so there is no race with a running driver.
+//
+//	p.rto.Init(h, func() { p.resend(); p.rto.Reset(p.backoff()) })
+//	p.rto.Reset(rto)
+//
+// An unarmed Timer (stopped, or fired) may be initialized again, to
+// another hierarchy or callback. Init panics if h or f is nil, or if t is
+// armed.
+func (t *Timer) Init(h *Hierarchy, f func()) *Timer {
+	if h == nil || h.shards == nil {
+		panic("timingwheel: Timer.Init called with a nil or zero Hierarchy")
+	}
+	if f == nil {
+		panic("timingwheel: Timer.Init called with a nil func")
+	}
+	if s := t.sh; s != nil {
+		s.lock()
+		armed := t.filed.Load() != unarmed
+		s.mu.Unlock()
+		if armed {
+			panic("timingwheel: Timer.Init called on an armed Timer")
+		}
+	}
+	t.sh, t.f = h.pickShard(), f
+	t.filed.Store(unarmed)
+	return t
+}
+
+// shard returns the timer's shard, panicking with a clear message for a
+// Timer that is not bound to a hierarchy.
+func (t *Timer) shard(method string) *shard {
+	if t.sh == nil {
+		panic("timingwheel: " + method + " called on a Timer not created by AfterFunc or AtFunc, nor initialized by Init")
+	}
+	return t.sh
+}
+
+// Stop prevents the timer from firing. It reports whether the call stopped
+// the timer: true until its callback starts, even if an Advance has already
+// collected it and is running other callbacks first; false if the callback
+// has started or the timer was already stopped. Stop does not wait for a
+// running callback. The timer is unlinked at once and the hierarchy keeps
+// no reference to it.
+func (t *Timer) Stop() bool {
+	s := t.shard("Stop")
+	s.lock()
+	if t.filed.Load() == unarmed {
+		s.mu.Unlock()
+		return false
+	}
+	s.unlinkLocked(t)
+	t.filed.Store(unarmed)
+	s.count--
+	s.stats.stopped++
+	emptied := s.count == 0
+	s.mu.Unlock()
+	if emptied {
+		s.h.idle() // perhaps nothing is armed: the driver need not wake
+	}
+	return true
+}
+
+// Reset re-arms the timer to fire d from now (rounded up to the next tick),
+// with the same callback. It reports whether the timer was armed: true means
+// this call also cancelled the pending firing, exactly as [Timer.Stop] would
+// have; false means the timer had fired (its callback started) or been
+// stopped, and is now armed again. A callback may Reset its own timer. A
+// d <= 0 fires on the next [Hierarchy.Advance], never inside Reset.
+//
+// Reset never allocates. Moving an armed timer's deadline later takes no
+// lock unless the timer is within level 0's span of firing (1s by default):
+// it keeps its slot and is re-filed when the slot comes up.
+func (t *Timer) Reset(d time.Duration) bool {
+	s := t.shard("Reset")
+	return t.resetTo(s, s.h.after(d))
+}
+
+// ResetAt is like [Timer.Reset] with an absolute deadline; a deadline in the
+// past fires on the next [Hierarchy.Advance]. It lets a caller that re-arms
+// many timers read the clock once for all of them, which is much cheaper
+// than a clock read per timer.
+func (t *Timer) ResetAt(deadline time.Time) bool {
+	s := t.shard("ResetAt")
+	return t.resetTo(s, s.h.offset(deadline))
+}
+
+// Deadline returns the deadline the timer was last armed with. After the
+// timer fires or is stopped it still returns that deadline; for a timer
+// initialized by Init and never armed, it returns the zero Time. A
+// deadline more than about 292 years from the hierarchy's origin is held
+// at that limit.
+func (t *Timer) Deadline() time.Time {
+	s := t.shard("Deadline")
+	w := t.when.Load()
+	if w == neverArmed {
+		return time.Time{}
+	}
+	return s.h.origin.Add(time.Duration(w))
+}
+
+// resetTo re-arms t, of shard s, with deadline w (ns since origin).
+func (t *Timer) resetTo(s *shard, w int64) bool {
+	// Fast path: an armed timer that sits beyond level 0 and moves later
+	// only needs its new deadline stored. Its slot comes up no later than
+	// before, and the cascade then re-files it by the deadline it finds.
+	// Timers at level 0 take the lock, so Next stays exact for them.
+	//
+	// A cascade reads deadlines in batches with seq odd. If seq was even
+	// and is unchanged after the store, no batch overlapped it, so the
+	// cascade that takes t reads the new deadline. If Advance claimed t or
+	// Stop took it meanwhile, only the lock can tell which came first.
+	if old := t.when.Load(); w >= old {
+		q := s.seq.Load()
+		f, now := t.filed.Load(), s.now.Load()
+		if q&1 == 0 && f > now && f-now >= s.h.lazyTicks && t.when.CompareAndSwap(old, w) {
+			if s.seq.Load() == q && t.filed.Load() == f {
+				return true
+			}
+		}
+	}
+	d := s.h.dueTick(w)
+	s.lock()
+	f := t.filed.Load()
+	if f == d && f > s.now.Load() {
+		// Re-armed for the tick it is filed under, in a wheel slot: only
+		// the deadline changes, the timer stays where it is.
+		t.when.Store(w)
+		s.mu.Unlock()
+		return true
+	}
+	armed := f != unarmed
+	if armed {
+		s.unlinkLocked(t)
+	} else {
+		s.count++
+		s.stats.armed++
+	}
+	t.when.Store(w)
+	s.armLocked(t, d)
+	s.mu.Unlock()
+	s.h.wakeFor(d)
+	return armed
+}
