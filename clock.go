@@ -29,4 +29,3 @@ func WithClock(c clock.Clock) Option {
 		return nil
 	})
 }
-

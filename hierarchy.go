@@ -118,8 +118,13 @@ type Hierarchy struct {
 	shards []*shard
 	tokens sync.Pool    // of *shard: a hint of the current processor's shard
 	rr     atomic.Int64 // hands out shards to new tokens, round robin
-	// pick, if set (by tests), chooses the shard of a new timer instead.
-	pick func() *shard
+	// Set by tests only: pick chooses the shard of a new timer instead of
+	// the processor's token; betweenBatches runs between two batches of a
+	// cascade, with the shard's lock released; batch is the cascade's
+	// batch size.
+	pick           func() *shard
+	betweenBatches func()
+	batch          int
 
 	// frontier is the tick up to which the running Advance has fired, in
 	// the default (ordered) mode: a timer armed meanwhile for that tick or
@@ -161,6 +166,7 @@ func New(opts ...Option) (*Hierarchy, error) {
 		top:       c.slots[len(c.slots)-1],
 		lazyTicks: int64(c.slots[0]),
 		parallel:  c.parallel,
+		batch:     batch,
 	}
 	h.frontier.Store(math.MinInt64)
 	h.driver.sleepUntil.Store(notRunning)

@@ -84,6 +84,12 @@ func (s *shard) lock() {
 // yieldLocked lets goroutines waiting for s.mu take it, then takes it
 // back. It is called between batches of long work. s.mu must be held.
 func (s *shard) yieldLocked() {
+	if hook := s.h.betweenBatches; hook != nil {
+		s.mu.Unlock()
+		hook()
+		s.lock()
+		return
+	}
 	if s.waiting.Load() == 0 {
 		return
 	}
@@ -326,7 +332,7 @@ func (s *shard) cascadeLocked(l *level, sl int) {
 	sent := &l.slots[sl]
 	for {
 		s.seq.Add(1) // odd: lazy Resets take the lock
-		for range batch {
+		for range s.h.batch {
 			t := sent.next
 			if t == sent {
 				break

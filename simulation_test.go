@@ -76,19 +76,23 @@ func (s *byteSource) done() bool { return len(s.b) == 0 }
 
 // layout is one configuration under test.
 type layout struct {
-	name  string
-	tick  time.Duration
-	slots []int // nil: default
+	name   string
+	tick   time.Duration
+	slots  []int // nil: default
+	shards int   // 0: one
 }
 
 var simLayouts = []layout{
-	{"default", time.Millisecond, nil},
-	{"tiny-2x3", time.Millisecond, []int{2, 2, 2}},
-	{"single-3", time.Millisecond, []int{3}},
-	{"odd-7-5-3", 10 * time.Millisecond, []int{7, 5, 3}},
-	{"pow2-64x3", time.Millisecond, []int{64, 64, 64}},
-	{"ns-tick-2x2", time.Nanosecond, []int{2, 2}},
-	{"wide-100-1000", time.Microsecond, []int{100, 1000}},
+	{"default", time.Millisecond, nil, 0},
+	{"tiny-2x3", time.Millisecond, []int{2, 2, 2}, 0},
+	{"single-3", time.Millisecond, []int{3}, 0},
+	{"odd-7-5-3", 10 * time.Millisecond, []int{7, 5, 3}, 0},
+	{"pow2-64x3", time.Millisecond, []int{64, 64, 64}, 0},
+	{"ns-tick-2x2", time.Nanosecond, []int{2, 2}, 0},
+	{"wide-100-1000", time.Microsecond, []int{100, 1000}, 0},
+	{"sharded-default", time.Millisecond, nil, 3},
+	{"sharded-tiny-2x3", time.Millisecond, []int{2, 2, 2}, 2},
+	{"sharded-4-4-4", time.Millisecond, []int{4, 4, 4}, 4},
 }
 
 // maxLive bounds the timers armed at once in a simulation; beyond it, arming
@@ -169,7 +173,7 @@ func newSim(tb testing.TB, l layout, desc string, src source) *sim {
 	// Start the clock at an instant that is not a multiple of any tick.
 	start := time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.UTC)
 	clk := &simClock{now: start}
-	opts := []Option{WithClock(clk), WithTick(l.tick)}
+	opts := []Option{WithClock(clk), WithTick(l.tick), WithShards(max(l.shards, 1))}
 	slots := l.slots
 	if slots == nil {
 		slots = []int{1000, 60, 60, 24}
@@ -181,6 +185,15 @@ func newSim(tb testing.TB, l layout, desc string, src source) *sim {
 		tb.Fatal(err)
 	}
 	s := &sim{tb: tb, desc: desc, src: src, clk: clk, h: h, tick: int64(l.tick), stats: map[string]int{}}
+	if n := len(h.shards); n > 1 {
+		// Spread the timers over the shards at random, so that Advance
+		// merges them and every operation meets timers of other shards.
+		h.pick = func() *shard { return h.shards[src.intn(int64(n))] }
+	}
+	// Cascade in batches of a few timers, and arm, stop and reset timers
+	// between the batches, as other goroutines may.
+	h.batch = 1 + int(src.intn(4))
+	h.betweenBatches = s.betweenBatches
 	w := int64(1)
 	for _, n := range slots {
 		s.widths = append(s.widths, w)
@@ -312,6 +325,41 @@ func (s *sim) callback(st *simTimer) func() {
 	}
 }
 
+// betweenBatches runs between two batches of a cascade, with the shard's
+// lock released: it stops, re-arms or arms a timer, as another goroutine
+// may meanwhile. What it arms for a time already reached may fire in this
+// Advance or the next, as if armed by a callback.
+func (s *sim) betweenBatches() {
+	s.stats["cascade-interrupted"]++
+	switch s.src.intn(4) {
+	case 0:
+		if o := s.pick(); o != nil {
+			if got := o.t.Stop(); got != o.armed {
+				s.fatalf("Stop between cascade batches = %v, model armed = %v", got, o.armed)
+			}
+			o.armed = false
+		}
+	case 1:
+		if o := s.pick(); o != nil {
+			w := s.randDeadline()
+			if o.armed && s.src.intn(2) == 0 {
+				w = satAdd(o.when, s.src.intn(2*s.widths[1]*s.tick)) // later: the lazy path
+			}
+			if got := o.t.ResetAt(s.h.origin.Add(time.Duration(w))); got != o.armed {
+				s.fatalf("ResetAt between cascade batches = %v, model armed = %v", got, o.armed)
+			}
+			s.armedInCallback(o, clampNs(w))
+		}
+	case 2:
+		if len(s.timers) > 2*maxLive {
+			break // keep Next's scan within its budget, and verify cheap
+		}
+		s.arm(s.randDeadline())
+		st := s.timers[len(s.timers)-1]
+		s.armedInCallback(st, st.when)
+	}
+}
+
 // armedInCallback records that a callback armed st with deadline w. If w
 // is due by the running Advance's tick (at the end of time even a "future"
 // deadline is), it may fire in this Advance or the next.
@@ -345,7 +393,23 @@ func (s *sim) relative(w int64) (time.Duration, int64) {
 
 func (s *sim) arm(w int64) {
 	st := &simTimer{armed: true, when: clampNs(w)}
-	if s.src.intn(2) == 0 {
+	if s.src.intn(3) == 0 {
+		// A timer held by value: Init, then its first Reset or ResetAt
+		// arms it and returns false.
+		st.t = new(Timer).Init(s.h, s.callback(st))
+		var was bool
+		if s.src.intn(2) == 0 {
+			was = st.t.ResetAt(s.h.origin.Add(time.Duration(w)))
+		} else {
+			var d time.Duration
+			d, st.when = s.relative(w)
+			was = st.t.Reset(d)
+		}
+		if was {
+			s.fatalf("first Reset of an initialized timer returned true")
+		}
+		s.stats["by-value"]++
+	} else if s.src.intn(2) == 0 {
 		st.t = s.h.AtFunc(s.h.origin.Add(time.Duration(w)), s.callback(st))
 	} else {
 		var d time.Duration
@@ -553,6 +617,7 @@ func (s *recordingSource) intn(n int64) int64 {
 var corpusWanted = []string{
 	"fired-at-level-1-boundary", "fired-at-level-2-boundary", "fired-at-level-3-boundary",
 	"overflow-levels", "same-slot-rearm", "lazy-reset", "clock-backwards", "jump-beyond-top-level",
+	"by-value", "cascade-interrupted",
 }
 
 // TestWriteFuzzCorpus regenerates testdata/fuzz/FuzzSimulation: for each

@@ -131,6 +131,10 @@ func (t *Timer) Deadline() time.Time {
 	return s.h.origin.Add(time.Duration(w))
 }
 
+// testHookLazyReset, if set by a test, runs in the lock-free path of
+// resetTo: at stage 0 before its store of the deadline, at stage 1 after it.
+var testHookLazyReset func(t *Timer, stage int)
+
 // resetTo re-arms t, of shard s, with deadline w (ns since origin).
 func (t *Timer) resetTo(s *shard, w int64) bool {
 	// Fast path: an armed timer that sits beyond level 0 and moves later
@@ -145,9 +149,17 @@ func (t *Timer) resetTo(s *shard, w int64) bool {
 	if old := t.when.Load(); w >= old {
 		q := s.seq.Load()
 		f, now := t.filed.Load(), s.now.Load()
-		if q&1 == 0 && f > now && f-now >= s.h.lazyTicks && t.when.CompareAndSwap(old, w) {
-			if s.seq.Load() == q && t.filed.Load() == f {
-				return true
+		if q&1 == 0 && f > now && f-now >= s.h.lazyTicks {
+			if testHookLazyReset != nil {
+				testHookLazyReset(t, 0)
+			}
+			if t.when.CompareAndSwap(old, w) {
+				if testHookLazyReset != nil {
+					testHookLazyReset(t, 1)
+				}
+				if s.seq.Load() == q && t.filed.Load() == f {
+					return true
+				}
 			}
 		}
 	}

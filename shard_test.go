@@ -1,0 +1,340 @@
+package timingwheel
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Shards: timers of several shards merged in order, one timer hammered from
+// many goroutines, cascades interrupted by arms, stops and resets, the
+// lock-free Reset racing a cascade, Next's bounded scan, parallel callbacks.
+
+// roundRobin makes h place new timers in its shards in turn.
+func roundRobin(h *Hierarchy) {
+	var n atomic.Int64
+	h.pick = func() *shard { return h.shards[int(n.Add(1))%len(h.shards)] }
+}
+
+func TestShards_AdvanceMergesInDueOrder(t *testing.T) {
+	h, clk := newFake(t, WithShards(4))
+	roundRobin(h)
+	r := rand.New(rand.NewPCG(3, 4))
+	var got []time.Duration
+	var want []time.Duration
+	for range 400 {
+		d := time.Duration(1+r.IntN(5000)) * time.Millisecond
+		want = append(want, d)
+		h.AfterFunc(d, func() { got = append(got, d) })
+	}
+	for _, s := range h.shards {
+		require.Equal(t, 100, s.count, "round robin spreads the timers")
+	}
+	slices.Sort(want)
+	next, ok := h.Next()
+	require.True(t, ok)
+	assert.Equal(t, h.origin.Add(want[0]), next, "Next is the earliest deadline over all shards")
+	clk.Add(10 * time.Second)
+	assert.Equal(t, 400, h.Advance())
+	assert.Equal(t, want, got, "callbacks of all shards run in deadline order")
+	mustCheck(t, h)
+}
+
+// TestShards_HammerOneTimer resets, stops and fires one timer from many
+// goroutines while another advances: every arming ends exactly once, by a
+// firing, a Stop or a Reset that returned true, and callbacks never overlap.
+func TestShards_HammerOneTimer(t *testing.T) {
+	h, clk := newFake(t, WithShards(4))
+	var fired, running atomic.Int64
+	var tm Timer
+	tm.Init(h, func() {
+		if running.Add(1) != 1 {
+			t.Error("callbacks overlap")
+		}
+		fired.Add(1)
+		running.Add(-1)
+	})
+	var armings, endings atomic.Int64
+	stop := advanceContinuously(h, clk)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 9))
+			for range 3000 {
+				switch r.IntN(3) {
+				case 0, 1:
+					if tm.Reset(time.Duration(r.IntN(3)) * time.Millisecond) {
+						endings.Add(1) // cancelled the arming before
+					}
+					armings.Add(1)
+				case 2:
+					if tm.Stop() {
+						endings.Add(1)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	stop()
+	if tm.Stop() {
+		endings.Add(1)
+	}
+	assert.Equal(t, armings.Load(), endings.Load()+fired.Load(), "armings = stops + fired")
+	assert.Equal(t, 0, h.Len())
+	mustCheck(t, h)
+	t.Logf("%d armings, %d fired", armings.Load(), fired.Load())
+}
+
+// TestCascade_TimersStayStoppableBetweenBatches cascades 20,000 timers of
+// one coarse slot in batches of 16 while other goroutines stop and re-arm
+// them: every arming ends exactly once, by firing or by a Stop or Reset
+// that returned true, no timer fires before its deadline, and Len ends
+// exact.
+func TestCascade_TimersStayStoppableBetweenBatches(t *testing.T) {
+	h, clk := newFake(t, WithShards(2))
+	roundRobin(h)
+	h.batch = 16
+	const n = 20_000
+	type rec struct {
+		t       *Timer
+		fired   atomic.Int32
+		armings atomic.Int32 // each ends by firing or by a Stop or Reset returning true
+		cancels atomic.Int32
+	}
+	recs := make([]*rec, n)
+	for i := range recs {
+		r := &rec{}
+		r.armings.Store(1)
+		d := 30*time.Second + time.Duration(i%1000)*time.Millisecond // one seconds-level slot
+		r.t = h.AfterFunc(d, func() {
+			// Every later deadline of the timer is after d, so firing
+			// before d is early whichever arming fired.
+			if h.elapsed() < int64(d) {
+				t.Errorf("timer %d fired early", i)
+			}
+			r.fired.Add(1)
+		})
+		recs[i] = r
+	}
+	clk.Add(29 * time.Second)
+	h.Advance() // cascades the minutes level into the seconds level
+	var wg sync.WaitGroup
+	var go1 atomic.Bool
+	for g := range 2 {
+		wg.Go(func() {
+			rnd := rand.New(rand.NewPCG(uint64(g), 5))
+			for !go1.Load() {
+				runtime.Gosched()
+			}
+			for i := g; i < n; i += 7 {
+				r := recs[i]
+				if rnd.IntN(2) == 0 {
+					if r.t.Stop() {
+						r.cancels.Add(1)
+					}
+				} else {
+					w := int64(31*time.Second) + rnd.Int64N(int64(2*time.Second))
+					if r.t.ResetAt(h.origin.Add(time.Duration(w))) {
+						r.cancels.Add(1)
+					}
+					r.armings.Add(1)
+				}
+			}
+		})
+	}
+	clk.Add(time.Second + 500*time.Millisecond)
+	go1.Store(true)
+	h.Advance() // cascades the slot of second 30, in batches
+	wg.Wait()
+	clk.Add(5 * time.Second)
+	h.Advance()
+	for i, r := range recs {
+		assert.Equal(t, r.armings.Load()-r.cancels.Load(), r.fired.Load(), "timer %d: armings - cancels = fired", i)
+	}
+	assert.Equal(t, 0, h.Len())
+	mustCheck(t, h)
+}
+
+// lazyTimer arms a timer two minutes out on a single-shard hierarchy: it
+// sits in the minutes level, where moving it later takes no lock.
+func lazyTimer(t *testing.T) (*Hierarchy, *fakeClock, *Timer) {
+	h, clk := newFake(t, WithShards(1))
+	tm := h.AfterFunc(2*time.Minute, func() {})
+	f, now := tm.filed.Load(), tm.sh.now.Load()
+	require.GreaterOrEqual(t, f-now, h.lazyTicks, "the timer is beyond level 0")
+	return h, clk, tm
+}
+
+// TestLazyReset_CascadeBeforeStore covers a lock-free Reset whose reads
+// come before a cascade of its timer's slot and whose store comes after:
+// the cascade filed the timer by its old deadline, so the Reset must take
+// the lock and file it again, or Next would be early.
+func TestLazyReset_CascadeBeforeStore(t *testing.T) {
+	h, clk, tm := lazyTimer(t)
+	defer func() { testHookLazyReset = nil }()
+	testHookLazyReset = func(_ *Timer, stage int) {
+		if stage == 0 {
+			testHookLazyReset = nil
+			clk.Add(time.Minute + 59*time.Second + 500*time.Millisecond)
+			h.Advance() // cascades the timer down to level 0, by its old deadline
+		}
+	}
+	assert.True(t, tm.ResetAt(h.origin.Add(3*time.Minute)))
+	next, ok := h.Next()
+	require.True(t, ok)
+	assert.Equal(t, h.origin.Add(3*time.Minute), next, "Next is the new deadline")
+	mustCheck(t, h)
+}
+
+// TestLazyReset_StopAfterStore covers a lock-free Reset whose timer is
+// stopped between its store and its re-check: the Reset found the timer
+// stopped, so it must arm it again and return false.
+func TestLazyReset_StopAfterStore(t *testing.T) {
+	h, _, tm := lazyTimer(t)
+	defer func() { testHookLazyReset = nil }()
+	testHookLazyReset = func(x *Timer, stage int) {
+		if stage == 1 {
+			testHookLazyReset = nil
+			assert.True(t, x.Stop())
+		}
+	}
+	assert.False(t, tm.ResetAt(h.origin.Add(3*time.Minute)), "the Reset came after the Stop")
+	assert.Equal(t, 1, h.Len(), "and armed the timer again")
+	mustCheck(t, h)
+}
+
+// TestLazyReset_WaitsForCascadeBatch: while a cascade batch runs (seq odd,
+// lock held), a Reset takes the lock and so waits for the batch.
+func TestLazyReset_WaitsForCascadeBatch(t *testing.T) {
+	h, _, tm := lazyTimer(t)
+	s := tm.sh
+	s.lock()
+	s.seq.Add(1)
+	done := make(chan bool)
+	go func() { done <- tm.ResetAt(h.origin.Add(3 * time.Minute)) }()
+	select {
+	case <-done:
+		t.Fatal("Reset did not wait for the cascade batch")
+	case <-time.After(50 * time.Millisecond):
+	}
+	s.seq.Add(1)
+	s.mu.Unlock()
+	assert.True(t, <-done)
+	mustCheck(t, h)
+}
+
+// TestNext_BoundedScan: with more timers in the earliest coarse slot than
+// Next looks at, Next reports that slot's cascade, which is no later than
+// any deadline in it; once advanced there, it is exact again.
+func TestNext_BoundedScan(t *testing.T) {
+	h, clk := newFake(t, WithShards(1))
+	for i := range 3 * batch {
+		h.AfterFunc(30*time.Second+time.Duration(500+i)*time.Millisecond, func() {})
+	}
+	next, ok := h.Next()
+	require.True(t, ok)
+	assert.Equal(t, h.origin.Add(30*time.Second), next, "the slot's cascade")
+	clk.Set(next)
+	assert.Equal(t, 0, h.Advance(), "a cascade, no firing")
+	next, ok = h.Next()
+	require.True(t, ok)
+	assert.Equal(t, h.origin.Add(30500*time.Millisecond), next, "exact after the cascade")
+}
+
+// TestParallelCallbacks fires a mass expiry with each shard's callbacks on
+// a goroutine of its own: every timer fires once, in order within its
+// shard, and Advance returns after all of them.
+func TestParallelCallbacks(t *testing.T) {
+	h, clk := newFake(t, WithShards(4), WithParallelCallbacks())
+	roundRobin(h)
+	const n = 4000
+	var mu sync.Mutex
+	last := map[*shard]time.Duration{}
+	var fired atomic.Int64
+	for i := range n {
+		d := time.Duration(1+i%997) * time.Millisecond
+		var tm *Timer
+		ready := make(chan struct{})
+		tm = h.AfterFunc(d, func() {
+			<-ready
+			mu.Lock()
+			if d < last[tm.sh] {
+				t.Errorf("out of order within shard %d", tm.sh.idx)
+			}
+			last[tm.sh] = d
+			mu.Unlock()
+			fired.Add(1)
+		})
+		close(ready)
+	}
+	clk.Add(time.Second)
+	assert.Equal(t, n, h.Advance())
+	assert.Equal(t, int64(n), fired.Load())
+	assert.Equal(t, 0, h.Len())
+	mustCheck(t, h)
+}
+
+func TestParallelCallbacks_PanicPropagates(t *testing.T) {
+	h, clk := newFake(t, WithShards(2), WithParallelCallbacks())
+	roundRobin(h)
+	var fired atomic.Int64
+	for i := range 10 {
+		h.AfterFunc(time.Duration(i+1)*time.Millisecond, func() {
+			if i == 3 {
+				panic("boom")
+			}
+			fired.Add(1)
+		})
+	}
+	clk.Add(time.Second)
+	assert.PanicsWithValue(t, "boom", func() { h.Advance() })
+	mustCheck(t, h)
+	h.Advance()
+	assert.Equal(t, int64(9), fired.Load(), "the rest fire on the next Advance")
+	assert.Equal(t, 0, h.Len())
+}
+
+func TestStats(t *testing.T) {
+	h, clk := newFake(t, WithShards(2))
+	roundRobin(h)
+	for i := range 10 {
+		h.AfterFunc(time.Duration(i+1)*time.Millisecond, func() {})
+	}
+	h.AfterFunc(time.Hour, func() {}).Stop()
+	clk.Add(20 * time.Millisecond) // the first timer fires 19ms late
+	assert.Equal(t, 10, h.Advance())
+	st := h.Stats()
+	assert.Equal(t, 0, st.Armed)
+	assert.Equal(t, uint64(11), st.Started)
+	assert.Equal(t, uint64(10), st.Fired)
+	assert.Equal(t, uint64(1), st.Stopped)
+	assert.Equal(t, 19*time.Millisecond, st.MaxLateness)
+	var n uint64
+	for _, c := range st.Lateness {
+		n += c
+	}
+	assert.Equal(t, uint64(10), n)
+	assert.Equal(t, 16384*time.Microsecond, st.LatenessQuantile(0.5), "10..19ms: the bucket below 16.4ms holds the median")
+	assert.Equal(t, 19*time.Millisecond, st.LatenessQuantile(1))
+}
+
+// TestShards_Default: one shard per GOMAXPROCS unless told otherwise, and
+// bad counts are config errors.
+func TestShards_Default(t *testing.T) {
+	h, err := New()
+	require.NoError(t, err)
+	assert.Len(t, h.shards, runtime.GOMAXPROCS(0))
+	for _, n := range []int{-1, MaxShards + 1} {
+		_, err := New(WithShards(n))
+		assert.ErrorIs(t, err, ErrInvalidConfig, fmt.Sprint(n))
+	}
+}
