@@ -21,9 +21,10 @@ import (
 //
 // Keys are compared with ==, as a map's are. A key that is not equal to
 // itself (a floating-point NaN, or a struct, array or interface holding
-// one) could never be found again, so Add panics for it; a key whose
-// dynamic type is not comparable (a slice in an interface) panics as it
-// would in a map. Either panic leaves the set as it was.
+// one) could never be found again, so Add panics for it, and Remove and
+// Deadline report it absent; a key whose dynamic type is not comparable (a
+// slice in an interface) panics in every method, as it would in a map.
+// Either panic leaves the set as it was.
 //
 // Timeouts is safe for concurrent use by multiple goroutines. It keeps its
 // timers by value in its own storage, one per key, and reuses the storage
@@ -48,8 +49,7 @@ const timeoutShards = 16
 type timeoutShard[K comparable] struct {
 	mu    sync.Mutex
 	seed  maphash.Seed
-	table []uint32 // slotEmpty, slotGone, or (entry number+1)<<8 | tag
-	used  int      // slots not empty: keys and gone ones
+	table []uint32 // slotEmpty or (entry number+1)<<8 | tag, linear probing
 	n     int      // keys
 	pages [][]entry[K]
 	free  []uint32 // numbers of unused entries
@@ -66,9 +66,8 @@ type entry[K comparable] struct {
 
 const (
 	slotEmpty = 0
-	slotGone  = 1<<32 - 1 // a removed key: probing goes on past it
 	pageSize  = 256       // entries per page
-	maxEntry  = 1<<24 - 2 // entry numbers fit in 24 bits, and no slot is slotGone
+	maxEntry  = 1<<24 - 2 // entry numbers+1 fit in 24 bits
 )
 
 // NewTimeouts returns an empty set whose keys expire on h, calling expired
@@ -100,14 +99,15 @@ func (s *Timeouts[K]) mustBeMade(method string) {
 	}
 }
 
-// locate returns k's hash and shard. It panics, before any lock is taken,
-// for a key that is not equal to itself or whose type is not comparable.
-func (s *Timeouts[K]) locate(k K) (uint64, *timeoutShard[K]) {
+// locate returns k's hash and shard, or false for a key that is not equal
+// to itself, which is never in the set. It panics, before any lock is
+// taken, for a key whose type is not comparable.
+func (s *Timeouts[K]) locate(k K) (uint64, *timeoutShard[K], bool) {
 	if k != k {
-		panic("timingwheel: Timeouts key is not equal to itself (a NaN?): it could never be found again")
+		return 0, nil, false
 	}
 	hash := maphash.Comparable(s.seed, k)
-	return hash, &s.shards[hash%timeoutShards]
+	return hash, &s.shards[hash%timeoutShards], true
 }
 
 // Add arms k to expire d from now, adding it to the set, or, if k is in the
@@ -121,7 +121,10 @@ func (s *Timeouts[K]) Add(k K, d time.Duration) {
 
 // add is Add; it reports whether k was newly added (not re-armed).
 func (s *Timeouts[K]) add(k K, d time.Duration) bool {
-	hash, sh := s.locate(k)
+	hash, sh, ok := s.locate(k)
+	if !ok {
+		panic("timingwheel: Timeouts key is not equal to itself (a NaN?): it could never be found again")
+	}
 	w := s.h.after(d) // read the clock before taking the lock
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -164,7 +167,10 @@ func (s *Timeouts[K]) fire(sh *timeoutShard[K], t *Timer) {
 // so, expired will not be called for it.
 func (s *Timeouts[K]) Remove(k K) bool {
 	s.mustBeMade("Remove")
-	hash, sh := s.locate(k)
+	hash, sh, ok := s.locate(k)
+	if !ok {
+		return false
+	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	i, ok := sh.find(k, hash)
@@ -180,7 +186,10 @@ func (s *Timeouts[K]) Remove(k K) bool {
 // the set.
 func (s *Timeouts[K]) Deadline(k K) (time.Time, bool) {
 	s.mustBeMade("Deadline")
-	hash, sh := s.locate(k)
+	hash, sh, ok := s.locate(k)
+	if !ok {
+		return time.Time{}, false
+	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	i, ok := sh.find(k, hash)
@@ -212,9 +221,18 @@ func (sh *timeoutShard[K]) entry(i uint32) *entry[K] {
 // of other keys without reading them.
 func tag(hash uint64) uint32 { return uint32(hash >> 56) }
 
-// start is the slot where probing for hash begins.
+// start is the slot where probing for hash begins: the hash's bits 8 to
+// 39 scaled to the table's size, which need not be a power of two.
 func (sh *timeoutShard[K]) start(hash uint64) int {
-	return int(hash>>8) & (len(sh.table) - 1)
+	return int((hash >> 8 & (1<<32 - 1)) * uint64(len(sh.table)) >> 32)
+}
+
+// after returns the slot after j, wrapping.
+func (sh *timeoutShard[K]) after(j int) int {
+	if j++; j == len(sh.table) {
+		return 0
+	}
+	return j
 }
 
 // find returns the number of k's entry. sh.mu must be held.
@@ -222,12 +240,13 @@ func (sh *timeoutShard[K]) find(k K, hash uint64) (uint32, bool) {
 	if sh.n == 0 {
 		return 0, false
 	}
-	mask, tg := len(sh.table)-1, tag(hash)
-	for j := sh.start(hash); ; j = (j + 1) & mask {
-		switch v := sh.table[j]; {
-		case v == slotEmpty:
+	tg := tag(hash)
+	for j := sh.start(hash); ; j = sh.after(j) {
+		v := sh.table[j]
+		if v == slotEmpty {
 			return 0, false
-		case v != slotGone && v&0xff == tg:
+		}
+		if v&0xff == tg {
 			if i := v>>8 - 1; sh.entry(i).key == k {
 				return i, true
 			}
@@ -238,31 +257,38 @@ func (sh *timeoutShard[K]) find(k K, hash uint64) (uint32, bool) {
 // insert files entry number i under hash; its key is not in the table.
 // sh.mu must be held.
 func (sh *timeoutShard[K]) insert(hash uint64, i uint32) {
-	if (sh.used+1)*4 > len(sh.table)*3 {
-		sh.rehash()
+	if (sh.n+1)*8 > len(sh.table)*7 {
+		sh.grow()
 	}
-	mask := len(sh.table) - 1
 	j := sh.start(hash)
-	for sh.table[j] != slotEmpty && sh.table[j] != slotGone {
-		j = (j + 1) & mask
-	}
-	if sh.table[j] == slotEmpty {
-		sh.used++
+	for sh.table[j] != slotEmpty {
+		j = sh.after(j)
 	}
 	sh.table[j] = (i+1)<<8 | tag(hash)
 	sh.n++
 }
 
 // remove takes k, in entry number i, out of the table and frees the entry.
+// The slots after it in its run move back where their probing would find
+// them, so no tombstone is left and the table never needs cleaning.
 // sh.mu must be held.
 func (sh *timeoutShard[K]) remove(k K, hash uint64, i uint32) {
-	mask := len(sh.table) - 1
+	size := len(sh.table)
 	want := (i+1)<<8 | tag(hash)
-	j := sh.start(hash)
-	for sh.table[j] != want {
-		j = (j + 1) & mask
+	hole := sh.start(hash)
+	for sh.table[hole] != want {
+		hole = sh.after(hole)
 	}
-	sh.table[j] = slotGone
+	for j := sh.after(hole); sh.table[j] != slotEmpty; j = sh.after(j) {
+		home := sh.start(sh.hash(sh.table[j]))
+		// The slot stays if its home lies cyclically in (hole, j].
+		if (j-home+size)%size < (j-hole+size)%size {
+			continue
+		}
+		sh.table[hole] = sh.table[j]
+		hole = j
+	}
+	sh.table[hole] = slotEmpty
 	sh.n--
 	e := sh.entry(i)
 	var zero K
@@ -271,25 +297,18 @@ func (sh *timeoutShard[K]) remove(k K, hash uint64, i uint32) {
 	sh.free = append(sh.free, i)
 }
 
-// rehash rebuilds the table without its gone slots, twice as large if the
-// keys fill more than half of it. sh.mu must be held.
-func (sh *timeoutShard[K]) rehash() {
-	size := max(16, len(sh.table))
-	if (sh.n+1)*2 > size {
-		size *= 2
-	}
+// grow makes the table half as large again, so that between growths it
+// is 58% to 88% full. sh.mu must be held.
+func (sh *timeoutShard[K]) grow() {
 	old := sh.table
-	sh.table = make([]uint32, size)
-	sh.used = sh.n
-	mask := size - 1
+	sh.table = make([]uint32, max(16, len(old)+len(old)/2))
 	for _, v := range old {
-		if v == slotEmpty || v == slotGone {
+		if v == slotEmpty {
 			continue
 		}
-		hash := sh.hash(v)
-		j := sh.start(hash)
+		j := sh.start(sh.hash(v))
 		for sh.table[j] != slotEmpty {
-			j = (j + 1) & mask
+			j = sh.after(j)
 		}
 		sh.table[j] = v
 	}

@@ -1,6 +1,11 @@
 package timingwheel
 
 import (
+	"fmt"
+	"hash/maphash"
+	"math"
+	"os"
+	"strconv"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -257,4 +262,210 @@ func BenchmarkTimeouts_AddRearmParallel(b *testing.B) {
 			set.Add(r.IntN(live), time.Minute)
 		}
 	})
+}
+
+// TestTimeouts_KeyNotEqualToItself is the regression test for NaN keys,
+// which a map can never find again: Add refuses them with a clear panic
+// and the set and hierarchy stay as they were.
+func TestTimeouts_KeyNotEqualToItself(t *testing.T) {
+	h, clk := newFake(t)
+	var expired []float64
+	set := NewTimeouts(h, func(k float64) { expired = append(expired, k) })
+	set.Add(1.5, time.Millisecond)
+	assert.PanicsWithValue(t, "timingwheel: Timeouts key is not equal to itself (a NaN?): it could never be found again",
+		func() { set.Add(math.NaN(), time.Millisecond) })
+	assert.Panics(t, func() { set.Add(math.NaN(), time.Millisecond) })
+	assert.Equal(t, 1, set.Len())
+	assert.Equal(t, 1, h.Len())
+	assert.False(t, set.Remove(math.NaN()), "Remove of a NaN finds nothing, as in a map")
+	_, ok := set.Deadline(math.NaN())
+	assert.False(t, ok)
+
+	type pair struct {
+		a int
+		b float64
+	}
+	ps := NewTimeouts(h, func(pair) {})
+	assert.Panics(t, func() { ps.Add(pair{1, math.NaN()}, time.Second) }, "a struct holding a NaN")
+	as := NewTimeouts(h, func(any) {})
+	assert.Panics(t, func() { as.Add(any(math.NaN()), time.Second) }, "an interface holding a NaN")
+	assert.Panics(t, func() { as.Add([]int{1}, time.Second) }, "a key of a type that is not comparable")
+	as.Add("ok", time.Millisecond)
+	assert.Equal(t, 1, as.Len())
+	assert.Equal(t, 0, ps.Len())
+
+	clk.Add(time.Second)
+	assert.Equal(t, 2, h.Advance())
+	assert.Equal(t, []float64{1.5}, expired)
+	assert.Equal(t, 0, set.Len())
+	assert.Equal(t, 0, as.Len())
+	assert.Equal(t, 0, h.Len())
+	mustCheck(t, h)
+}
+
+// TestTimeouts_ZeroValuePanicsClearly: a zero set is not usable, and says so.
+func TestTimeouts_ZeroValuePanicsClearly(t *testing.T) {
+	var s Timeouts[int]
+	assert.PanicsWithValue(t, "timingwheel: Timeouts.Add called on a set not created by NewTimeouts",
+		func() { s.Add(1, time.Second) })
+	var h Hierarchy
+	assert.PanicsWithValue(t, "timingwheel: AfterFunc called on a Hierarchy not created by New",
+		func() { h.AfterFunc(time.Second, func() {}) })
+	assert.Panics(t, func() { NewTimeouts(&h, func(int) {}) })
+}
+
+// TestTimeouts_ReusesStorage: keys that expired or were removed leave their
+// entries for new keys, so a set that churns keys allocates nothing once it
+// has held as many, and the table keeps working across many removals.
+func TestTimeouts_ReusesStorage(t *testing.T) {
+	h, clk := newFake(t)
+	var expired atomic.Int64
+	set := NewTimeouts(h, func(int) { expired.Add(1) })
+	for k := range 5000 {
+		set.Add(k, time.Millisecond)
+	}
+	clk.Add(time.Second)
+	require.Equal(t, 5000, h.Advance())
+	next := 5000
+	allocs := testing.AllocsPerRun(20, func() {
+		for range 1000 {
+			set.Add(next, time.Minute)
+			set.Remove(next - 500)
+			next++
+		}
+	})
+	assert.Zero(t, allocs, "adding keys into reused entries")
+	assert.Equal(t, 500, set.Len())
+	for k := next - 500; k < next; k++ {
+		_, ok := set.Deadline(k)
+		require.True(t, ok, "key %d", k)
+	}
+	assert.Equal(t, int64(5000), expired.Load())
+	mustCheck(t, h)
+}
+
+// TestTimeouts_HeapPerKey measures the set's heap per int key against what
+// users write without it: a map of *time.Timer from time.AfterFunc with a
+// closure over the key. The set must take well under half.
+func TestTimeouts_HeapPerKey(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 2 x 200,000 keys")
+	}
+	n := 200_000
+	if v := os.Getenv("TIMINGWHEEL_HEAP_KEYS"); v != "" {
+		n, _ = strconv.Atoi(v)
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	h, err := New()
+	require.NoError(t, err)
+	before := heap()
+	set := NewTimeouts(h, func(int) {})
+	for k := range n {
+		set.Add(k, time.Hour)
+	}
+	wheel := float64(heap()-before) / float64(n)
+	runtime.KeepAlive(set)
+
+	before = heap()
+	m := make(map[int]*time.Timer)
+	for k := range n {
+		m[k] = time.AfterFunc(time.Hour, func() { _ = k })
+	}
+	baseline := float64(heap()-before) / float64(n)
+	for _, tm := range m {
+		tm.Stop()
+	}
+	runtime.KeepAlive(m)
+	t.Logf("heap per key: Timeouts %.1f B, map + time.AfterFunc %.1f B (%.2fx)", wheel, baseline, baseline/wheel)
+	assert.Less(t, wheel*2, baseline)
+}
+
+// check verifies the set's tables: every slot names a live entry whose key
+// probing finds there, and the counts agree. Test-only.
+func (s *Timeouts[K]) check() error {
+	for j := range s.shards {
+		sh := &s.shards[j]
+		sh.mu.Lock()
+		n := 0
+		for _, v := range sh.table {
+			if v == slotEmpty {
+				continue
+			}
+			n++
+			i := v>>8 - 1
+			k := sh.entry(i).key
+			hash := maphash.Comparable(s.seed, k)
+			if &s.shards[hash%timeoutShards] != sh {
+				sh.mu.Unlock()
+				return fmt.Errorf("shard %d holds key %v of another shard", j, k)
+			}
+			if got, ok := sh.find(k, hash); !ok || got != i {
+				sh.mu.Unlock()
+				return fmt.Errorf("shard %d: key %v in entry %d is not found by probing", j, k, i)
+			}
+		}
+		if n != sh.n {
+			sh.mu.Unlock()
+			return fmt.Errorf("shard %d: %d slots used, %d keys", j, n, sh.n)
+		}
+		sh.mu.Unlock()
+	}
+	return nil
+}
+
+// TestTimeouts_Model runs random Add, Remove, Deadline and expiry against a
+// map, on few keys so that probing runs are long and removals move slots.
+func TestTimeouts_Model(t *testing.T) {
+	for seed := range uint64(5) {
+		h, clk := newFake(t)
+		r := rand.New(rand.NewPCG(seed, 77))
+		model := map[int]time.Time{} // key -> deadline
+		var expired []int
+		set := NewTimeouts(h, func(k int) { expired = append(expired, k) })
+		for op := range 20000 {
+			k := r.IntN(400)
+			switch r.IntN(10) {
+			case 0, 1, 2, 3:
+				d := time.Duration(r.IntN(50)) * time.Millisecond
+				set.Add(k, d)
+				model[k] = clk.Now().Add(d)
+			case 4, 5:
+				_, in := model[k]
+				require.Equal(t, in, set.Remove(k), "seed %d op %d: Remove(%d)", seed, op, k)
+				delete(model, k)
+			case 6, 7:
+				dl, ok := set.Deadline(k)
+				want, in := model[k]
+				require.Equal(t, in, ok, "seed %d op %d: Deadline(%d)", seed, op, k)
+				if in {
+					require.True(t, dl.Equal(want), "seed %d op %d: Deadline(%d)", seed, op, k)
+				}
+			default:
+				clk.Add(time.Duration(r.IntN(20)) * time.Millisecond)
+				expired = expired[:0]
+				h.Advance()
+				for _, x := range expired {
+					dl, in := model[x]
+					require.True(t, in, "seed %d op %d: %d expired, not in the set", seed, op, x)
+					require.False(t, dl.After(clk.Now()), "seed %d op %d: %d expired early", seed, op, x)
+					delete(model, x)
+				}
+				for x, dl := range model {
+					require.True(t, dl.After(clk.Now()), "seed %d op %d: %d due but not expired", seed, op, x)
+				}
+			}
+			require.Equal(t, len(model), set.Len(), "seed %d op %d", seed, op)
+			if op%97 == 0 {
+				require.NoError(t, set.check(), "seed %d op %d", seed, op)
+			}
+		}
+		require.NoError(t, set.check())
+		mustCheck(t, h)
+	}
 }
