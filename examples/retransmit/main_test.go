@@ -138,9 +138,9 @@ func TestSenderAllocs(t *testing.T) {
 		}
 	}
 	const want = 1 + (runs+1)*3 // the first packet, then one or two datagrams per packet
-	if s.retransmits != runs+1 || s.sent != want || len(s.inflight) != 0 {
-		t.Errorf("%d retransmits, %d datagrams sent, %d in flight; want %d, %d, 0",
-			s.retransmits, s.sent, len(s.inflight), runs+1, want)
+	if s.records != 1 || s.retransmits != runs+1 || s.sent != want || len(s.inflight) != 0 {
+		t.Errorf("%d records, %d retransmits, %d datagrams sent, %d in flight; want 1, %d, %d, 0",
+			s.records, s.retransmits, s.sent, len(s.inflight), runs+1, want)
 	}
 }
 
@@ -184,8 +184,8 @@ func TestSenderAckDuringCallback(t *testing.T) {
 		t.Errorf("after the callback: record freed %v, %d retransmits, %d sent; want true, 0, 1", s.free == p, s.retransmits, s.sent)
 	}
 	s.sendLocked(1)
-	if s.inflight[1] != p {
-		t.Error("packet 1 got a new record, want the freed one reused")
+	if s.inflight[1] != p || s.records != 1 {
+		t.Errorf("packet 1 got a new record (%d made), want the freed one reused", s.records)
 	}
 }
 

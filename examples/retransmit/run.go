@@ -115,6 +115,8 @@ type sender struct {
 	sent, retransmits, staleAcks int64
 	maxRetx                      int
 	late                         []time.Duration // how late each retransmit timer fired
+	records                      int             // records made, each with its timer
+	lastRecord                   uint64          // the packet the last record was made for
 	acked                        atomic.Int64
 }
 
@@ -168,6 +170,8 @@ func (s *sender) sendLocked(seq uint64) {
 		// Bound before it is first armed: the callback may fire on the
 		// driver at once and use p.rto.
 		p.rto.Init(s.h, func() { s.expired(p) })
+		s.records++
+		s.lastRecord = seq
 	}
 	p.seq, p.retx, p.acked = seq, 0, false
 	putData(p.dgram, seq)
@@ -409,7 +413,7 @@ func run(cfg config) (*report, error) {
 	start := time.Now()
 	go func() { defer close(done); snd.send(cfg.Packets) }()
 
-	rep := &report{Seed: cfg.Seed, Packets: cfg.Packets, Size: cfg.Size, Loss: cfg.Loss, MinRTO: cfg.MinRTO}
+	rep := &report{Seed: cfg.Seed, Packets: cfg.Packets, Size: cfg.Size, Window: cfg.Window, Loss: cfg.Loss, MinRTO: cfg.MinRTO}
 	giveUp := time.NewTimer(cfg.GiveUp)
 	defer giveUp.Stop()
 	second := time.NewTicker(time.Second)
@@ -451,5 +455,6 @@ wait:
 	rep.TimerLate = snd.late
 	slices.Sort(rep.TimerLate)
 	rep.LeftInWheel = h.Len()
+	rep.Records, rep.LastRecord = snd.records, snd.lastRecord
 	return rep, nil
 }
