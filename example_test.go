@@ -8,7 +8,8 @@ import (
 	"github.com/timingwheel/timingwheel"
 )
 
-// Keep ExampleHierarchy_AfterFunc in sync with the quick start in README.md.
+// README.md shows ExampleHierarchy_AfterFunc (quick start) and ExampleTimer_Reset
+// (timers held by value) word for word; examples/readme checks that they match.
 
 func ExampleNew() {
 	// A 10ms tick and three levels: 10ms slots for a second, 1s slots for a
