@@ -8,7 +8,8 @@ import (
 	"github.com/timingwheel/timingwheel"
 )
 
-// Keep ExampleHierarchy_AfterFunc in sync with the quick start in README.md.
+// README.md shows ExampleHierarchy_AfterFunc (quick start) and ExampleTimer_Reset
+// (timers held by value) word for word; examples/readme checks that they match.
 
 func ExampleNew() {
 	// A 10ms tick and three levels: 10ms slots for a second, 1s slots for a
@@ -71,25 +72,71 @@ func ExampleTimer_Reset() {
 	h, _ := timingwheel.New(timingwheel.WithClock(mock))
 	start := mock.Now()
 
-	rto := 200 * time.Millisecond
-	var t *timingwheel.Timer
-	t = h.AfterFunc(rto, func() {
+	type packet struct {
+		rto     timingwheel.Timer // held by value in the packet's record
+		timeout time.Duration
+	}
+	p := &packet{timeout: 200 * time.Millisecond}
+	// Init binds the timer before it is first armed, so its callback can
+	// use it even if a running driver fires it at once.
+	p.rto.Init(h, func() {
 		fmt.Println("retransmit at", mock.Now().Sub(start))
-		rto *= 2
-		t.Reset(rto) // from inside its own callback
+		p.timeout *= 2
+		p.rto.Reset(p.timeout) // from inside its own callback
 	})
+	p.rto.Reset(p.timeout) // the packet is sent: arm its timer
+
 	for fired := 0; fired < 3; {
 		next, _ := h.Next() // the next deadline
 		mock.Set(next)
 		fired += h.Advance()
 	}
 	// The acknowledgement arrives: stop retransmitting.
-	fmt.Println("stopped before firing again:", t.Stop())
+	fmt.Println("stopped before firing again:", p.rto.Stop())
 	// Output:
 	// retransmit at 200ms
 	// retransmit at 600ms
 	// retransmit at 1.4s
 	// stopped before firing again: true
+}
+
+func ExampleTimer_Init() {
+	// Timers held by value in the caller's own records: the slice is the
+	// only allocation, and Init, Reset and Stop allocate nothing.
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+
+	type session struct {
+		user   string
+		expiry timingwheel.Timer
+	}
+	// Use the records in place (&sessions[i]): a Timer must not be copied
+	// once bound, so do not append to this slice afterwards.
+	sessions := make([]session, 3)
+	for i, user := range []string{"alice", "bob", "carol"} {
+		s := &sessions[i]
+		s.user = user
+		s.expiry.Init(h, func() { fmt.Println(s.user, "expired") })
+	}
+	fmt.Println("armed after Init:", h.Len())
+
+	for i := range sessions {
+		wasArmed := sessions[i].expiry.Reset(time.Duration(i+1) * time.Minute)
+		fmt.Println(sessions[i].user, "was armed:", wasArmed)
+	}
+	fmt.Println("bob logs out, stopped:", sessions[1].expiry.Stop())
+
+	mock.Add(5 * time.Minute)
+	fmt.Println("ran:", h.Advance())
+	// Output:
+	// armed after Init: 0
+	// alice was armed: false
+	// bob was armed: false
+	// carol was armed: false
+	// bob logs out, stopped: true
+	// alice expired
+	// carol expired
+	// ran: 2
 }
 
 func ExampleTimeouts() {

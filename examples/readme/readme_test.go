@@ -18,7 +18,8 @@ import (
 )
 
 // Each ```go block of README.md must appear verbatim in this file or, for
-// the quick start, in the root example_test.go.
+// the examples it shows (the quick start, timers held by value), in the
+// root example_test.go.
 func TestREADMESnippets(t *testing.T) {
 	own, err := os.ReadFile("readme_test.go")
 	if err != nil {

@@ -8,10 +8,16 @@
 // The timers follow RFC 6298: the RTO comes from smoothed RTT samples
 // (SRTT, RTTVAR) with a floor of -min-rto, doubles with each retransmission,
 // and is re-armed from inside the timer's own callback ([timingwheel.Timer.Reset]);
-// an ack stops it ([timingwheel.Timer.Stop]). The receiver hands packets to the
-// application in order, and the application checks each one. The program
-// exits with status 1 if any packet was lost, duplicated, reordered or
-// corrupted on the way to the application.
+// an ack stops it ([timingwheel.Timer.Stop]). Each timer is held by value in
+// its packet's record and bound once ([timingwheel.Timer.Init]) before it is
+// first armed, so its callback can use it with no lock of its own; records
+// are reused for later packets, so in steady state the timers allocate
+// nothing, which the report shows per packet sent.
+//
+// The receiver hands packets to the application in order, and the
+// application checks each one. The program exits with status 1 if any
+// packet was lost, duplicated, reordered or corrupted on the way to the
+// application.
 package main
 
 import (

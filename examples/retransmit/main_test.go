@@ -2,9 +2,13 @@ package main
 
 import (
 	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/timingwheel/timingwheel"
 )
 
 // TestRun transfers a few hundred packets through a lossy receiver and
@@ -61,6 +65,127 @@ func TestRun(t *testing.T) {
 				t.Errorf("final RTO %v outside [-min-rto %v, -max-rto %v]", rep.RTO, cfg.MinRTO, cfg.MaxRTO)
 			}
 		})
+	}
+}
+
+// newTestSender returns a sender whose timers run on a hierarchy with a mock
+// clock, advanced by the test, and whose datagrams go to a UDP socket that
+// nobody reads.
+func newTestSender(t *testing.T) (*sender, *clock.Mock) {
+	t.Helper()
+	sink, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sink.Close() })
+	conn, err := net.DialUDP("udp", nil, sink.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	mock := clock.NewMock()
+	h, err := timingwheel.New(timingwheel.WithClock(mock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sender{
+		conn: conn, h: h, size: 100, window: 8,
+		inflight: make(map[uint64]*packet),
+		est:      rtoEstimator{g: tick, min: 10 * time.Millisecond, max: time.Second, initial: time.Second},
+		late:     make([]time.Duration, 0, 10_000),
+	}
+	s.space.L = &s.mu
+	return s, mock
+}
+
+// TestSenderAllocs checks that the timers cost no allocation per packet once
+// the records exist: sending, acking and retransmitting reuse them.
+func TestSenderAllocs(t *testing.T) {
+	const runs = 200 // each retransmission moves the mock clock, which sleeps 1ms
+	s, mock := newTestSender(t)
+	seq := uint64(0)
+	sendAck := func() {
+		s.mu.Lock()
+		s.sendLocked(seq)
+		s.ackLocked(seq, time.Now())
+		s.mu.Unlock()
+		seq++
+	}
+	retransmitAck := func() {
+		s.mu.Lock()
+		s.sendLocked(seq)
+		s.mu.Unlock()
+		mock.Add(time.Second) // the RTO's ceiling: the timer fires, resends and re-arms
+		if ran := s.h.Advance(); ran != 1 {
+			t.Fatalf("packet %d: Advance ran %d callbacks, want its retransmit timer", seq, ran)
+		}
+		s.mu.Lock()
+		s.ackLocked(seq, time.Now())
+		s.mu.Unlock()
+		seq++
+	}
+	sendAck() // makes the one record the rest reuse
+	for _, tt := range []struct {
+		name string
+		f    func()
+	}{
+		{"send+ack", sendAck},
+		{"send+retransmit+ack", retransmitAck},
+	} {
+		// AllocsPerRun calls f once more than runs, to warm up.
+		if allocs := testing.AllocsPerRun(runs, tt.f); allocs != 0 {
+			t.Errorf("%s: %v allocations per packet, want 0", tt.name, allocs)
+		}
+	}
+	const want = 1 + (runs+1)*3 // the first packet, then one or two datagrams per packet
+	if s.records != 1 || s.retransmits != runs+1 || s.sent != want || len(s.inflight) != 0 {
+		t.Errorf("%d records, %d retransmits, %d datagrams sent, %d in flight; want 1, %d, %d, 0",
+			s.records, s.retransmits, s.sent, len(s.inflight), runs+1, want)
+	}
+}
+
+// TestSenderAckDuringCallback covers the hand-off of a record whose ack comes
+// after its timer's callback has started: Stop returns false, so the
+// callback, not the ack, frees the record, and resends nothing.
+func TestSenderAckDuringCallback(t *testing.T) {
+	s, mock := newTestSender(t)
+	s.mu.Lock()
+	s.sendLocked(0)
+	p := s.inflight[0]
+	mock.Add(time.Second)
+	advanced := make(chan int)
+	go func() { advanced <- s.h.Advance() }() // the callback blocks on s.mu
+	watchdog := time.After(10 * time.Second)
+	for s.h.Len() > 0 { // Len counts the timer as armed until its callback starts
+		select {
+		case <-watchdog:
+			s.mu.Unlock()
+			t.Fatal("hung: the retransmit timer's callback did not start within 10s")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	s.ackLocked(0, time.Now())
+	if s.free != nil {
+		t.Error("the ack freed the record while its callback was running")
+	}
+	s.mu.Unlock()
+	select {
+	case ran := <-advanced:
+		if ran != 1 {
+			t.Errorf("Advance ran %d callbacks, want 1", ran)
+		}
+	case <-watchdog:
+		t.Fatal("hung: Advance did not return after the ack released s.mu")
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.free != p || s.retransmits != 0 || s.sent != 1 {
+		t.Errorf("after the callback: record freed %v, %d retransmits, %d sent; want true, 0, 1", s.free == p, s.retransmits, s.sent)
+	}
+	s.sendLocked(1)
+	if s.inflight[1] != p || s.records != 1 {
+		t.Errorf("packet 1 got a new record (%d made), want the freed one reused", s.records)
 	}
 }
 

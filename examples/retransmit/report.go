@@ -11,6 +11,7 @@ type report struct {
 	Seed    uint64
 	Packets int
 	Size    int
+	Window  int
 	Loss    float64
 	MinRTO  time.Duration
 	Elapsed time.Duration
@@ -32,6 +33,19 @@ type report struct {
 	RTO, SRTT, RTTVAR time.Duration   // at the end
 	TimerLate         []time.Duration // per retransmit: firing time minus deadline, sorted
 	LeftInWheel       int             // timers still armed after the transfer
+
+	// Records is how many packet records the sender made, each with the
+	// retransmit timer inside it and the timer's callback: the only
+	// allocations for timers. LastRecord is the packet the last one was
+	// made for; later packets reused records.
+	Records    int
+	LastRecord uint64
+}
+
+// timerAllocsPerPacket is the allocations made for retransmit timers (a
+// record and a callback per record) per packet sent.
+func (r *report) timerAllocsPerPacket() float64 {
+	return float64(2*r.Records) / float64(max(r.Sent-r.Retransmissions, 1))
 }
 
 // problems lists every failed check; none means exit status 0.
@@ -47,6 +61,11 @@ func (r *report) problems() []string {
 	}
 	if !r.GaveUp && r.LeftInWheel != 0 {
 		p = append(p, fmt.Sprintf("%d retransmit timers still armed after every packet was acked", r.LeftInWheel))
+	}
+	// A record is in flight, or waiting for its timer's callback to free
+	// it; callbacks run one at a time, so at most one record waits.
+	if r.Records > r.Window+1 {
+		p = append(p, fmt.Sprintf("%d packet records made for a window of %d: records are not being reused", r.Records, r.Window))
 	}
 	if n := len(r.TimerLate); n > 0 && r.TimerLate[0] < 0 {
 		p = append(p, fmt.Sprintf("a retransmit timer fired %v before its deadline", -r.TimerLate[0]))
@@ -81,6 +100,9 @@ func (r *report) print(w io.Writer) {
 		row("timer lateness", "p50 %v  p99 %v  max %v  (each retransmit against its deadline)",
 			ms(percentile(r.TimerLate, 0.50)), ms(percentile(r.TimerLate, 0.99)), ms(r.TimerLate[n-1]))
 	}
+	row("timer allocations", "%.2f per packet sent (%d in all for %d packets: a record holding the timer, and its callback)",
+		r.timerAllocsPerPacket(), 2*r.Records, r.Sent-r.Retransmissions)
+	row("packet records", "%d, all made by packet %d, then reused (-window %d)", r.Records, r.LastRecord, r.Window)
 	if r.SendErr != nil {
 		row("send error", "%v (recovered by retransmission)", r.SendErr)
 	}

@@ -73,15 +73,15 @@ func (c config) validate() error {
 	return nil
 }
 
-// A data datagram is 'D', the sequence number, then the payload, which is a
-// function of the sequence number so the receiver can check it. An ack is
-// 'A' and the sequence number it acknowledges.
-func dataDatagram(seq uint64, size int) []byte {
-	b := make([]byte, headerSize+size)
+// putData writes the data datagram of packet seq into b, whose length is
+// headerSize plus the payload size. A data datagram is 'D', the sequence
+// number, then the payload, which is a function of the sequence number so
+// the receiver can check it. An ack is 'A' and the sequence number it
+// acknowledges.
+func putData(b []byte, seq uint64) {
 	b[0] = 'D'
 	binary.BigEndian.PutUint64(b[1:], seq)
 	fillPayload(b[headerSize:], seq)
-	return b
 }
 
 func fillPayload(p []byte, seq uint64) {
@@ -94,38 +94,53 @@ func fillPayload(p []byte, seq uint64) {
 	}
 }
 
-// sender keeps up to window packets in flight, each with its own
-// retransmission timer in the hierarchy.
+// sender keeps up to window packets in flight, each in a record that holds
+// its retransmission timer by value. Records are reused, so once the first
+// window is out, sending a packet allocates nothing: no record, no timer,
+// no datagram.
 type sender struct {
 	conn *net.UDPConn
 	h    *timingwheel.Hierarchy
+	size int // payload bytes per packet
 
 	mu       sync.Mutex
 	space    sync.Cond // signalled when a packet leaves the window
 	est      rtoEstimator
 	window   int
 	inflight map[uint64]*packet
+	free     *packet // records no longer in flight, ready for the next packet
 	closed   bool
 	err      error // first send error
 
 	sent, retransmits, staleAcks int64
 	maxRetx                      int
 	late                         []time.Duration // how late each retransmit timer fired
+	records                      int             // records made, each with its timer
+	lastRecord                   uint64          // the packet the last record was made for
 	acked                        atomic.Int64
 }
 
+// packet is the record of one packet in flight. A record is reused for a
+// later packet only once no callback of its timer can still run: an ack
+// whose Stop returns true cancelled the callback, and frees the record at
+// once; when Stop returns false the callback has started and is waiting
+// for s.mu, and it frees the record, finding it acked. So a late callback
+// never resends, or re-arms the timer of, the packet that reuses its record.
 type packet struct {
+	rto   timingwheel.Timer // bound once to s.expired(p), then only Reset and Stopped
+	dgram []byte            // the data datagram, rewritten for each packet
+	next  *packet           // on the free list
+
+	// Guarded by s.mu.
 	seq    uint64
-	dgram  []byte
 	sentAt time.Time // of the latest transmission
 	retx   int       // retransmissions so far
 	acked  bool
-	timer  *timingwheel.Timer
 }
 
 // send transmits packets 0..n-1 and returns once all are acked or the sender
 // is closed.
-func (s *sender) send(n, size int) {
+func (s *sender) send(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for seq := range uint64(n) {
@@ -137,14 +152,32 @@ func (s *sender) send(n, size int) {
 		if s.closed {
 			return
 		}
-		p := &packet{seq: seq, dgram: dataDatagram(seq, size)}
-		s.inflight[seq] = p
-		s.transmitLocked(p)
-		p.timer = s.h.AfterFunc(s.est.rto(), func() { s.expired(p) })
+		s.sendLocked(seq)
 	}
 	for !s.closed && len(s.inflight) > 0 {
 		s.space.Wait()
 	}
+}
+
+// sendLocked puts packet seq in flight: in a free record, or a new one, it
+// transmits the packet and arms the record's timer. s.mu must be held.
+func (s *sender) sendLocked(seq uint64) {
+	p := s.free
+	if p != nil {
+		s.free, p.next = p.next, nil
+	} else {
+		p = &packet{dgram: make([]byte, headerSize+s.size)}
+		// Bound before it is first armed: the callback may fire on the
+		// driver at once and use p.rto.
+		p.rto.Init(s.h, func() { s.expired(p) })
+		s.records++
+		s.lastRecord = seq
+	}
+	p.seq, p.retx, p.acked = seq, 0, false
+	putData(p.dgram, seq)
+	s.inflight[seq] = p
+	s.transmitLocked(p)
+	p.rto.Reset(s.est.rto())
 }
 
 // transmitLocked sends p. s.mu must be held.
@@ -162,15 +195,28 @@ func (s *sender) expired(p *packet) {
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if p.acked || s.closed {
-		return // the ack won the race: Stop came after this callback had started
+	if p.acked {
+		// The ack came after this callback had started, so its Stop
+		// returned false and left the record to be freed here.
+		s.freeLocked(p)
+		return
 	}
-	s.late = append(s.late, now.Sub(p.timer.Deadline()))
+	if s.closed {
+		return
+	}
+	s.late = append(s.late, now.Sub(p.rto.Deadline()))
 	p.retx++
 	s.retransmits++
 	s.maxRetx = max(s.maxRetx, p.retx)
 	s.transmitLocked(p)
-	p.timer.Reset(s.est.backoff(p.retx))
+	p.rto.Reset(s.est.backoff(p.retx))
+}
+
+// freeLocked puts p, acked and with no callback pending, on the free list.
+// s.mu must be held.
+func (s *sender) freeLocked(p *packet) {
+	p.next = s.free
+	s.free = p
 }
 
 // readAcks stops the timer of each packet acked, and feeds the RTO estimator.
@@ -187,20 +233,28 @@ func (s *sender) readAcks() {
 		now := time.Now()
 		seq := binary.BigEndian.Uint64(buf[1:])
 		s.mu.Lock()
-		if p := s.inflight[seq]; p != nil {
-			p.timer.Stop()
-			p.acked = true
-			delete(s.inflight, seq)
-			if p.retx == 0 { // Karn: an ack of a resent packet is ambiguous
-				s.est.sample(now.Sub(p.sentAt))
-			}
-			s.acked.Add(1)
-			s.space.Signal()
-		} else {
-			s.staleAcks++ // a second ack, for a copy that was resent needlessly
-		}
+		s.ackLocked(seq, now)
 		s.mu.Unlock()
 	}
+}
+
+// ackLocked takes packet seq, acked at now, out of flight. s.mu must be held.
+func (s *sender) ackLocked(seq uint64, now time.Time) {
+	p := s.inflight[seq]
+	if p == nil {
+		s.staleAcks++ // a second ack, for a copy that was resent needlessly
+		return
+	}
+	delete(s.inflight, seq)
+	p.acked = true
+	if p.retx == 0 { // Karn: an ack of a resent packet is ambiguous
+		s.est.sample(now.Sub(p.sentAt))
+	}
+	if p.rto.Stop() {
+		s.freeLocked(p)
+	} // else its callback has started, and frees p
+	s.acked.Add(1)
+	s.space.Signal()
 }
 
 func (s *sender) close() {
@@ -346,7 +400,7 @@ func run(cfg config) (*report, error) {
 		held: make(map[uint64][]byte),
 	}
 	snd := &sender{
-		conn: sconn, h: h, window: cfg.Window,
+		conn: sconn, h: h, size: cfg.Size, window: cfg.Window,
 		inflight: make(map[uint64]*packet),
 		est:      rtoEstimator{g: tick, min: cfg.MinRTO, max: cfg.MaxRTO, initial: cfg.InitialRTO},
 	}
@@ -357,9 +411,9 @@ func run(cfg config) (*report, error) {
 	wg.Go(snd.readAcks)
 	done := make(chan struct{})
 	start := time.Now()
-	go func() { defer close(done); snd.send(cfg.Packets, cfg.Size) }()
+	go func() { defer close(done); snd.send(cfg.Packets) }()
 
-	rep := &report{Seed: cfg.Seed, Packets: cfg.Packets, Size: cfg.Size, Loss: cfg.Loss, MinRTO: cfg.MinRTO}
+	rep := &report{Seed: cfg.Seed, Packets: cfg.Packets, Size: cfg.Size, Window: cfg.Window, Loss: cfg.Loss, MinRTO: cfg.MinRTO}
 	giveUp := time.NewTimer(cfg.GiveUp)
 	defer giveUp.Stop()
 	second := time.NewTicker(time.Second)
@@ -401,5 +455,6 @@ wait:
 	rep.TimerLate = snd.late
 	slices.Sort(rep.TimerLate)
 	rep.LeftInWheel = h.Len()
+	rep.Records, rep.LastRecord = snd.records, snd.lastRecord
 	return rep, nil
 }
