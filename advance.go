@@ -37,8 +37,8 @@ func (h *Hierarchy) Advance() int {
 			t.unlink()
 			s.fileLateLocked(t, t.filed.Load())
 		}
-		s.mergeLateLocked()
 		s.mu.Unlock()
+		s.mergeLate()
 	}
 	defer h.endAdvance(target)
 	if h.parallel && len(h.shards) > 1 {

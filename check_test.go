@@ -61,6 +61,9 @@ func (sh *shard) check() error {
 	if q := sh.seq.Load(); q&1 != 0 {
 		return fmt.Errorf("seq %d is odd outside a cascade batch", q)
 	}
+	if sh.sorting || !sh.limbo.empty() {
+		return errors.New("timers in limbo outside an Advance")
+	}
 	now := h.now.Load()
 	n := 0
 	// walk checks the list s; name is called only to describe a failure.

@@ -1,10 +1,8 @@
 package timingwheel
 
 import (
-	"cmp"
 	"math"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -40,7 +38,9 @@ type shard struct {
 	overdue Timer    // timers due before now, sorted by filed tick
 	late    Timer    // timers filed due before now since the last Advance, unsorted
 	lateMin int64    // a lower bound of the ticks filed on late
-	scratch []*Timer // reused by mergeLateLocked
+	limbo   Timer    // marks late timers taken off to be sorted (see mergeLate)
+	sorting bool     // mergeLate holds timers in limbo; lateMin bounds them too
+	scratch []lateTimer
 	firing  Timer    // timers collected by Advance and not yet run
 	current *Timer   // the timer whose callback runs, for Timeouts; written by the advancing goroutine
 
@@ -58,6 +58,7 @@ func newShard(h *Hierarchy, idx int, slots []int) *shard {
 	s.overdue.initList(-1, 0)
 	s.late.initList(-1, 0)
 	s.firing.initList(-1, 0)
+	s.limbo.initList(-1, 0)
 	width := int64(1)
 	for _, n := range slots {
 		l := newLevel(len(s.levels), n, width)
@@ -144,44 +145,6 @@ func (s *shard) addLevelLocked() {
 	s.levels = append(s.levels, l)
 }
 
-// fileLateLocked files t, due at tick d before now (or at now, while an
-// Advance runs), for the next Advance: on the late list, in O(1). The next
-// Advance sorts the late list into the overdue list (mergeLateLocked), so
-// that arming stays O(1) whatever order past deadlines come in.
-// s.mu must be held.
-func (s *shard) fileLateLocked(t *Timer, d int64) {
-	t.filed.Store(d)
-	if s.late.empty() || d < s.lateMin {
-		s.lateMin = d
-	}
-	s.late.pushBack(t)
-}
-
-// mergeLateLocked sorts the late list by due tick and merges it into the
-// overdue list, O(k log k) for k late timers. s.mu must be held.
-func (s *shard) mergeLateLocked() {
-	if s.late.empty() {
-		return
-	}
-	sc := s.scratch[:0]
-	for t := s.late.takeAll(); t != nil; t = t.next {
-		sc = append(sc, t)
-	}
-	slices.SortStableFunc(sc, func(a, b *Timer) int { return cmp.Compare(a.filed.Load(), b.filed.Load()) })
-	x := s.overdue.next
-	for _, t := range sc {
-		for x != &s.overdue && x.filed.Load() <= t.filed.Load() {
-			x = x.next
-		}
-		x.insertBefore(t)
-	}
-	clear(sc) // keep no references in the scratch slice
-	if cap(sc) > 1<<12 {
-		sc = nil // a burst of past deadlines: do not hold its memory
-	}
-	s.scratch = sc[:0]
-}
-
 // unlinkLocked takes t off whatever list holds it, keeping the occupancy
 // bitmaps exact. s.mu must be held.
 func (s *shard) unlinkLocked(t *Timer) {
@@ -238,7 +201,7 @@ func (s *shard) nextWakeLocked() (int64, bool) {
 		return 0, false
 	}
 	e, ok := s.nextWorkLocked(math.MaxInt64)
-	if !s.late.empty() && (!ok || s.lateMin < e) {
+	if (s.sorting || !s.late.empty()) && (!ok || s.lateMin < e) {
 		e, ok = s.lateMin, true // may be earlier than needed after a Stop: harmless
 	}
 	return e, ok
@@ -263,6 +226,9 @@ func (s *shard) nextDueLocked() (best int64, ok bool) {
 		if !l.empty() {
 			consider(l.next.filed.Load())
 		}
+	}
+	if s.sorting {
+		consider(s.lateMin) // timers in limbo: no later than any of them
 	}
 	budget := batch
 	for t := s.late.next; t != &s.late; t = t.next {

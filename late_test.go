@@ -1,0 +1,112 @@
+package timingwheel
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestLate_BurstSortedInBatches arms 20,000 timers for past deadlines in
+// random order, then Advance sorts them in batches of 16 with the lock
+// released in between, while other goroutines stop and re-arm them: they
+// fire in deadline order, every arming ends exactly once, and the lock was
+// let go many times.
+func TestLate_BurstSortedInBatches(t *testing.T) {
+	h, clk := newFake(t, WithShards(2))
+	roundRobin(h)
+	h.batch = 16
+	clk.Add(time.Hour)
+	const n = 20_000
+	type rec struct {
+		t       *Timer
+		fired   atomic.Int32
+		armings atomic.Int32
+		cancels atomic.Int32
+	}
+	recs := make([]*rec, n)
+	var order sync.Mutex
+	var fired []time.Duration
+	r := rand.New(rand.NewPCG(8, 8))
+	for i := range recs {
+		x := &rec{}
+		x.armings.Store(1)
+		ago := time.Duration(r.IntN(50*60*1000)) * time.Millisecond // up to 50 minutes ago
+		x.t = h.AfterFunc(-ago, func() {
+			order.Lock()
+			fired = append(fired, x.t.Deadline().Sub(h.origin))
+			order.Unlock()
+			x.fired.Add(1)
+		})
+		recs[i] = x
+	}
+	var yields atomic.Int64
+	var start atomic.Bool
+	var wg sync.WaitGroup
+	h.betweenBatches = func() {
+		yields.Add(1)
+		start.Store(true)
+		runtime.Gosched()
+	}
+	for g := range 2 {
+		wg.Go(func() {
+			rnd := rand.New(rand.NewPCG(uint64(g), 6))
+			for !start.Load() {
+				runtime.Gosched()
+			}
+			for i := g; i < n; i += 5 {
+				x := recs[i]
+				if rnd.IntN(2) == 0 {
+					if x.t.Stop() {
+						x.cancels.Add(1)
+					}
+				} else {
+					if x.t.Reset(time.Duration(rnd.IntN(3)) * time.Hour) {
+						x.cancels.Add(1)
+					}
+					x.armings.Add(1)
+				}
+			}
+		})
+	}
+	h.Advance()
+	wg.Wait()
+	h.betweenBatches = nil
+	clk.Add(3 * time.Hour)
+	h.Advance()
+	for i, x := range recs {
+		assert.Equal(t, x.armings.Load()-x.cancels.Load(), x.fired.Load(), "timer %d: armings - cancels = fired", i)
+	}
+	assert.Equal(t, 0, h.Len())
+	assert.Greater(t, yields.Load(), int64(n/64), "the lock was let go between batches")
+	mustCheck(t, h)
+}
+
+// TestLate_OrderOfPastDeadlines: past deadlines armed in any order fire in
+// deadline order, before the timers due now, also when a burst is larger
+// than a batch and when the clock went backwards in between.
+func TestLate_OrderOfPastDeadlines(t *testing.T) {
+	h, clk := newFake(t, WithShards(3))
+	roundRobin(h)
+	h.batch = 8
+	clk.Add(time.Minute)
+	var got []time.Duration
+	rec := func(d time.Duration) func() { return func() { got = append(got, d) } }
+	r := rand.New(rand.NewPCG(1, 1))
+	var want []time.Duration
+	for range 100 {
+		d := time.Duration(r.IntN(60_000)) * time.Millisecond
+		want = append(want, d)
+		h.AtFunc(h.origin.Add(d), rec(d))
+	}
+	h.AtFunc(h.origin.Add(time.Minute), rec(time.Minute))
+	want = append(want, time.Minute)
+	assert.Equal(t, 101, h.Advance())
+	assert.IsNonDecreasing(t, got)
+	assert.ElementsMatch(t, want, got)
+	mustCheck(t, h)
+}
