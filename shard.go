@@ -35,14 +35,14 @@ type shard struct {
 	advancing bool // an Advance is running: timers due by now wait for the next one
 
 	levels  []*level
-	overdue Timer    // timers due before now, sorted by filed tick
-	late    Timer    // timers filed due before now since the last Advance, unsorted
-	lateMin int64    // a lower bound of the ticks filed on late
-	limbo   Timer    // marks late timers taken off to be sorted (see mergeLate)
-	sorting bool     // mergeLate holds timers in limbo; lateMin bounds them too
+	overdue Timer // timers due before now, sorted by filed tick
+	late    Timer // timers filed due before now since the last Advance, unsorted
+	lateMin int64 // a lower bound of the ticks filed on late
+	limbo   Timer // marks late timers taken off to be sorted (see mergeLate)
+	sorting bool  // mergeLate holds timers in limbo; lateMin bounds them too
 	scratch []lateTimer
-	firing  Timer    // timers collected by Advance and not yet run
-	current *Timer   // the timer whose callback runs, for Timeouts; written by the advancing goroutine
+	firing  Timer  // timers collected by Advance and not yet run
+	current *Timer // the timer whose callback runs, for Timeouts; written by the advancing goroutine
 
 	stats shardStats
 
