@@ -12,28 +12,31 @@ package timingwheel
 //
 // None of this is safe for concurrent use; the Hierarchy's mutex guards it.
 
-// initList makes s the sentinel of an empty list at (level, slot).
-func (s *Timer) initList(level, slot int) {
-	s.next, s.prev = s, s
-	s.when.Store(int64(level))
-	s.filed.Store(int64(slot))
+// The receiver of every method is named t, whether it is a timer or a
+// list's sentinel.
+
+// initList makes t the sentinel of an empty list at (level, slot).
+func (t *Timer) initList(level, slot int) {
+	t.next, t.prev = t, t
+	t.when.Store(int64(level))
+	t.filed.Store(int64(slot))
 }
 
-// empty reports whether the list with sentinel s has no timers.
-func (s *Timer) empty() bool { return s.next == s }
+// empty reports whether the list with sentinel t has no timers.
+func (t *Timer) empty() bool { return t.next == t }
 
-// pushBack appends t to the list with sentinel s.
-func (s *Timer) pushBack(t *Timer) {
-	t.prev, t.next = s.prev, s
-	s.prev.next = t
-	s.prev = t
+// pushBack appends x to the list with sentinel t.
+func (t *Timer) pushBack(x *Timer) {
+	x.prev, x.next = t.prev, t
+	t.prev.next = x
+	t.prev = x
 }
 
-// insertBefore links t just before x.
-func (x *Timer) insertBefore(t *Timer) {
-	t.prev, t.next = x.prev, x
-	x.prev.next = t
-	x.prev = t
+// insertBefore links x just before t.
+func (t *Timer) insertBefore(x *Timer) {
+	x.prev, x.next = t.prev, t
+	t.prev.next = x
+	t.prev = x
 }
 
 // unlink takes t off its list. If that left the list empty it returns the
@@ -48,26 +51,14 @@ func (t *Timer) unlink() *Timer {
 	return nil
 }
 
-// takeAll empties the list with sentinel s and returns its timers as a
-// chain linked by next and ending in nil.
-func (s *Timer) takeAll() *Timer {
-	if s.empty() {
-		return nil
-	}
-	first := s.next
-	s.prev.next = nil
-	s.next, s.prev = s, s
-	return first
-}
-
-// moveAllTo appends every timer of the list s to the list dst, in order.
-func (s *Timer) moveAllTo(dst *Timer) {
-	if s.empty() {
+// moveAllTo appends every timer of the list t to the list dst, in order.
+func (t *Timer) moveAllTo(dst *Timer) {
+	if t.empty() {
 		return
 	}
-	first, last := s.next, s.prev
+	first, last := t.next, t.prev
 	first.prev, last.next = dst.prev, dst
 	dst.prev.next = first
 	dst.prev = last
-	s.next, s.prev = s, s
+	t.next, t.prev = t, t
 }

@@ -17,6 +17,16 @@ var (
 // WithClock sets the clock the hierarchy reads and the driver sleeps on,
 // typically a [clock.Mock] in tests. The default is clock.New(), the real
 // clock (which inside a testing/synctest bubble is the bubble's fake time).
+//
+// With a Mock, drive the hierarchy from the test itself: "mock.Add(d);
+// h.Advance()" runs every callback due, on the test's goroutine, before
+// Advance returns, so the test can check their effects at once. Do not
+// combine a Mock with [Hierarchy.Start] in tests: the driver then fires on
+// its own goroutine, some time after mock.Add returns, and a test that
+// checks right after mock.Add passes on a quiet machine and fails under
+// load. To test code that starts the driver itself, leave the clock as it
+// is and run the test in a testing/synctest bubble: "time.Sleep(d);
+// synctest.Wait()" then returns once the driver has fired everything due.
 func WithClock(c clock.Clock) Option {
 	return optionFunc(func(cfg *config) error {
 		if c == nil {
