@@ -48,9 +48,9 @@ func (h *Hierarchy) Advance() int {
 }
 
 // endAdvance moves every shard's now to target, unless it is there already,
-// and ends the Advance.
+// and ends the Advance. The frontier is cleared only after: a lock-free
+// Reset that reads it cleared then reads a now at least as far.
 func (h *Hierarchy) endAdvance(target int64) {
-	h.frontier.Store(math.MinInt64)
 	for _, s := range h.shards {
 		s.lock()
 		if target > s.now.Load() {
@@ -59,6 +59,7 @@ func (h *Hierarchy) endAdvance(target int64) {
 		s.advancing = false
 		s.mu.Unlock()
 	}
+	h.frontier.Store(math.MinInt64)
 }
 
 // advanceOrdered fires the timers of all shards due by target, merged in

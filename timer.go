@@ -148,7 +148,12 @@ func (t *Timer) resetTo(s *shard, w int64) bool {
 	// Stop took it meanwhile, only the lock can tell which came first.
 	if old := t.when.Load(); w >= old {
 		q := s.seq.Load()
-		f, now := t.filed.Load(), s.now.Load()
+		// A timer armed during an Advance for a tick it has passed waits on
+		// the late list, filed at a tick that may be after its shard's now
+		// but not after the Advance's frontier: count that as now too. The
+		// order of the loads matters (see endAdvance).
+		f := t.filed.Load()
+		now := max(s.h.frontier.Load(), s.now.Load())
 		if q&1 == 0 && f > now && f-now >= s.h.lazyTicks {
 			if testHookLazyReset != nil {
 				testHookLazyReset(t, 0)
