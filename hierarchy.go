@@ -126,6 +126,11 @@ type Hierarchy struct {
 	betweenBatches func()
 	batch          int
 
+	// The fields above are read by every operation and written only by
+	// New (tokens: by the pool, per processor); those below are written
+	// as the hierarchy runs. Keep them off each other's cache lines.
+	_ [64]byte
+
 	// frontier is the tick up to which the running Advance has fired, in
 	// the default (ordered) mode: a timer armed meanwhile for that tick or
 	// before waits for the next Advance, so the order of one Advance holds
