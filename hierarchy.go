@@ -201,6 +201,19 @@ func (h *Hierarchy) pickShard() *shard {
 	return s
 }
 
+// lockAnyShard locks and returns a shard other than s whose lock is free,
+// or, if every lock is held, waits for s's.
+func (h *Hierarchy) lockAnyShard(s *shard) *shard {
+	for i := 1; i < len(h.shards); i++ {
+		o := h.shards[(s.idx+i)%len(h.shards)]
+		if o.mu.TryLock() {
+			return o
+		}
+	}
+	s.lock()
+	return s
+}
+
 // mustBeMade panics with a clear message for a zero Hierarchy.
 func (h *Hierarchy) mustBeMade(method string) {
 	if h == nil || h.shards == nil {
@@ -238,13 +251,17 @@ func (h *Hierarchy) AtFunc(deadline time.Time, f func()) *Timer {
 }
 
 // arm places the new timer t, due at w (ns since origin), in the current
-// processor's shard.
+// processor's shard, or in another if that one's lock is held (by a long
+// cascade, or by a goroutine of another processor): a new timer may go to
+// any shard.
 func (h *Hierarchy) arm(t *Timer, w int64) *Timer {
 	s := h.pickShard()
+	if !s.mu.TryLock() {
+		s = h.lockAnyShard(s)
+	}
 	t.sh = s
 	t.when.Store(w)
 	d := h.dueTick(w)
-	s.lock()
 	s.count++
 	s.stats.armed++
 	s.armLocked(t, d)

@@ -49,9 +49,16 @@ type shard struct {
 	_ [64]byte // keep the next shard's hot fields off this one's cache lines
 }
 
-// Work is done in batches of at most this many timers per hold of a
-// shard's lock, so that arming and stopping never wait for more.
-const batch = 256
+// Long work — cascading a slot, sorting past deadlines — is done in
+// batches of at most this many timers per hold of a shard's lock (about
+// 10–20µs), so that stopping or re-arming a timer of that shard never
+// waits for more; arming a new timer does not wait at all, as it goes to
+// another shard (see arm). A batch is large enough that letting waiters in
+// between two costs the long work little.
+const batch = 2048
+
+// nextBudget is how many timers Next looks at per shard.
+const nextBudget = 256
 
 func newShard(h *Hierarchy, idx int, slots []int) *shard {
 	s := &shard{h: h, idx: idx}
@@ -208,7 +215,7 @@ func (s *shard) nextWakeLocked() (int64, bool) {
 }
 
 // nextDueLocked returns the earliest due tick of the armed timers, looking
-// at no more than batch timers: the overdue, firing and level-0 lists are in
+// at no more than nextBudget timers: the overdue, firing and level-0 lists are in
 // tick order, so their heads tell; the late list and coarse slots are
 // scanned, coarse slots in order while they start before the best found.
 // When the budget runs out, it returns the earliest event instead: a
@@ -230,7 +237,7 @@ func (s *shard) nextDueLocked() (best int64, ok bool) {
 	if s.sorting {
 		consider(s.lateMin) // timers in limbo: no later than any of them
 	}
-	budget := batch
+	budget := nextBudget
 	for t := s.late.next; t != &s.late; t = t.next {
 		if budget--; budget < 0 {
 			consider(s.lateMin)
