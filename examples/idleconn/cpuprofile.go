@@ -1,12 +1,21 @@
 package main
 
-// Timer CPU is measured with the runtime's CPU profiler: the hierarchy's
-// driver goroutine carries the label timer=driver (it inherits it from the
-// goroutine that called Start), and the server sets timer=arm around its
-// Timeouts calls. The expiry callback drops the label while it closes
-// sockets, which is the application's work, not the timers'. The profile is
-// decoded here, without dependencies: it is gzipped protocol buffers in the
-// format described by the pprof project's profile.proto.
+// Timer CPU is measured with the runtime's CPU profiler. A sample is timer
+// work by where it was taken:
+//
+//   - wheel mode: in the timingwheel package, or in what it calls, except
+//     below the IdleConn wrapper's Read, Write, Close and expiry, which call
+//     package net: reading and closing sockets is the application's work.
+//     Samples on the driver goroutine (labelled timer=driver: it inherits
+//     the label from the goroutine that called Start) are the driver's; the
+//     rest are the re-arming on Read.
+//   - deadline mode: in the reader's SetReadDeadline(time.Now().Add(...))
+//     and what it calls. The runtime timers that then fire those deadlines
+//     run in the scheduler, where they cannot be told apart from the demo
+//     clients' own timers, so they are not counted.
+//
+// The profile is decoded here, without dependencies: it is gzipped protocol
+// buffers in the format described by the pprof project's profile.proto.
 
 import (
 	"bytes"
@@ -16,12 +25,17 @@ import (
 	"fmt"
 	"io"
 	"runtime/pprof"
+	"strings"
 	"time"
 )
 
 type cpuReport struct {
-	Driver, Arm, Total    time.Duration
-	Samples, TimerSamples int64
+	Total   time.Duration
+	Samples int64
+
+	Driver, Rearm time.Duration // wheel mode: timer work on the driver goroutine, and elsewhere
+	Deadline      time.Duration // deadline mode: setting read deadlines
+	TimerSamples  int64
 }
 
 type cpuMeter struct{ buf bytes.Buffer }
@@ -36,12 +50,61 @@ func startCPUMeter() (*cpuMeter, error) {
 
 func (m *cpuMeter) stop() (cpuReport, error) {
 	pprof.StopCPUProfile()
-	return cpuByLabel(&m.buf)
+	return cpuByStack(&m.buf)
 }
 
-// cpuByLabel sums CPU time per value of the "timer" label in a gzipped
-// CPU profile.
-func cpuByLabel(r io.Reader) (cpuReport, error) {
+// The library's functions, by the prefix of their names in a profile.
+const libPrefix = "github.com/timingwheel/timingwheel."
+
+// wrapperIO are the IdleConn wrapper's functions that call package net.
+var wrapperIO = []string{
+	libPrefix + "(*idleConn).Read",
+	libPrefix + "(*idleConn).Write",
+	libPrefix + "(*idleConn).Close",
+	libPrefix + "(*idleConn).expire",
+	libPrefix + "(*idleListener).Accept",
+}
+
+// wheelWork reports whether a sample with these frames, leaf first, is the
+// timing wheel's work: the innermost frame of the library is the leaf
+// itself, or is not one of the wrapper's calls into package net.
+func wheelWork(frames []string) bool {
+	for i, f := range frames {
+		if !strings.HasPrefix(f, libPrefix) {
+			continue
+		}
+		if i == 0 {
+			return true
+		}
+		for _, w := range wrapperIO {
+			if f == w || strings.HasPrefix(f, w+"-") { // expire-fm: the method value
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// deadlineWork reports whether a sample with these frames, leaf first, is
+// deadline mode's reader setting a read deadline: it is inside
+// deadlineReader.Read but not in the Read of the socket. (This package is
+// "main" in the program and named by its import path in its tests.)
+func deadlineWork(frames []string) bool {
+	for _, f := range frames {
+		switch {
+		case f == "net.(*conn).Read":
+			return false
+		case strings.HasSuffix(f, ".(*deadlineReader).Read"):
+			return true
+		}
+	}
+	return false
+}
+
+// cpuByStack sums the CPU time of a gzipped CPU profile, and of the samples
+// in it that are timer work.
+func cpuByStack(r io.Reader) (cpuReport, error) {
 	zr, err := gzip.NewReader(r)
 	if err != nil {
 		return cpuReport{}, err
@@ -52,9 +115,13 @@ func cpuByLabel(r io.Reader) (cpuReport, error) {
 	}
 
 	// Profile: sample_type = 1 (ValueType: type = 1), sample = 2 (Sample:
-	// value = 2, label = 3 (Label: key = 1, str = 2)), string_table = 6.
-	// Strings are indexes into the table, which may come last.
+	// location_id = 1, value = 2, label = 3 (Label: key = 1, str = 2)),
+	// location = 4 (Location: id = 1, line = 4 (Line: function_id = 1)),
+	// function = 5 (Function: id = 1, name = 2), string_table = 6. Strings
+	// are indexes into the table, which may come last. A location's lines
+	// run from the innermost inlined function out.
 	type sample struct {
+		locs   []uint64
 		values []int64
 		labels [][2]int64 // key, value
 	}
@@ -62,7 +129,23 @@ func cpuByLabel(r io.Reader) (cpuReport, error) {
 		samples []sample
 		types   []int64
 		strs    []string
+		locFns  = map[uint64][]uint64{} // location id -> function ids, innermost first
+		fnName  = map[uint64]int64{}    // function id -> string index
 	)
+	varints := func(g pbField, out *[]uint64) error {
+		if g.wire == 0 {
+			*out = append(*out, g.u)
+			return nil
+		}
+		for p := g.b; len(p) > 0; { // packed
+			v, n := binary.Uvarint(p)
+			if n <= 0 {
+				return errTruncated
+			}
+			*out, p = append(*out, v), p[n:]
+		}
+		return nil
+	}
 	err = pbFields(raw, func(f pbField) error {
 		switch f.num {
 		case 1:
@@ -76,18 +159,17 @@ func cpuByLabel(r io.Reader) (cpuReport, error) {
 		case 2:
 			var s sample
 			err := pbFields(f.b, func(g pbField) error {
-				switch {
-				case g.num == 2 && g.wire == 0:
-					s.values = append(s.values, int64(g.u))
-				case g.num == 2: // packed
-					for p := g.b; len(p) > 0; {
-						v, n := binary.Uvarint(p)
-						if n <= 0 {
-							return errTruncated
-						}
-						s.values, p = append(s.values, int64(v)), p[n:]
+				switch g.num {
+				case 1:
+					return varints(g, &s.locs)
+				case 2:
+					var v []uint64
+					err := varints(g, &v)
+					for _, x := range v {
+						s.values = append(s.values, int64(x))
 					}
-				case g.num == 3:
+					return err
+				case 3:
 					var kv [2]int64
 					err := pbFields(g.b, func(l pbField) error {
 						if l.num == 1 || l.num == 2 {
@@ -101,6 +183,39 @@ func cpuByLabel(r io.Reader) (cpuReport, error) {
 				return nil
 			})
 			samples = append(samples, s)
+			return err
+		case 4:
+			var id uint64
+			var fns []uint64
+			err := pbFields(f.b, func(g pbField) error {
+				switch g.num {
+				case 1:
+					id = g.u
+				case 4:
+					return pbFields(g.b, func(l pbField) error {
+						if l.num == 1 {
+							fns = append(fns, l.u)
+						}
+						return nil
+					})
+				}
+				return nil
+			})
+			locFns[id] = fns
+			return err
+		case 5:
+			var id uint64
+			var name int64
+			err := pbFields(f.b, func(g pbField) error {
+				switch g.num {
+				case 1:
+					id = g.u
+				case 2:
+					name = int64(g.u)
+				}
+				return nil
+			})
+			fnName[id] = name
 			return err
 		case 6:
 			strs = append(strs, string(f.b))
@@ -130,6 +245,7 @@ func cpuByLabel(r io.Reader) (cpuReport, error) {
 		return cpuReport{}, errors.New("CPU profile has no cpu or samples values")
 	}
 	var rep cpuReport
+	var frames []string
 	for _, s := range samples {
 		if cpuIdx >= len(s.values) || countIdx >= len(s.values) {
 			continue
@@ -137,18 +253,27 @@ func cpuByLabel(r io.Reader) (cpuReport, error) {
 		d, n := time.Duration(s.values[cpuIdx]), s.values[countIdx]
 		rep.Total += d
 		rep.Samples += n
-		for _, kv := range s.labels {
-			if str(kv[0]) != "timer" {
-				continue
+		frames = frames[:0]
+		for _, l := range s.locs {
+			for _, fn := range locFns[l] {
+				frames = append(frames, str(fnName[fn]))
 			}
-			switch str(kv[1]) {
-			case "driver":
+		}
+		switch {
+		case wheelWork(frames):
+			driver := false
+			for _, kv := range s.labels {
+				driver = driver || str(kv[0]) == "timer" && str(kv[1]) == "driver"
+			}
+			if driver {
 				rep.Driver += d
-				rep.TimerSamples += n
-			case "arm":
-				rep.Arm += d
-				rep.TimerSamples += n
+			} else {
+				rep.Rearm += d
 			}
+			rep.TimerSamples += n
+		case deadlineWork(frames):
+			rep.Deadline += d
+			rep.TimerSamples += n
 		}
 	}
 	return rep, nil

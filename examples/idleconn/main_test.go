@@ -2,18 +2,77 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/timingwheel/timingwheel"
 )
+
+// outsider is an outside client of a test run: it connects once the server
+// listens, sends lines, and records how its connection ended.
+type outsider struct {
+	lines []string      // sent at once
+	every time.Duration // then the last line again at this interval, if > 0
+	leave bool          // then close the connection itself
+
+	err  chan error // the error its read saw: io.EOF when the server closed it
+	stop chan struct{}
+}
+
+func newOutsider(every time.Duration, leave bool, lines ...string) *outsider {
+	return &outsider{lines: lines, every: every, leave: leave, err: make(chan error, 1), stop: make(chan struct{})}
+}
+
+// start connects to addr and runs the client in the background.
+func (o *outsider) start(t *testing.T, addr string) {
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		t.Errorf("outside client: %v", err)
+		o.err <- err
+		return
+	}
+	t.Cleanup(func() { c.Close() })
+	go func() {
+		for _, l := range o.lines {
+			fmt.Fprintln(c, l)
+		}
+		if o.leave {
+			c.Close()
+			o.err <- io.EOF
+			return
+		}
+		if o.every > 0 {
+			tick := time.NewTicker(o.every)
+			defer tick.Stop()
+			go func() {
+				for {
+					select {
+					case <-o.stop:
+						return
+					case <-tick.C:
+						fmt.Fprintln(c, o.lines[len(o.lines)-1])
+					}
+				}
+			}()
+		}
+		c.SetReadDeadline(time.Now().Add(20 * time.Second)) // watchdog
+		_, err := c.Read(make([]byte, 1))
+		o.err <- err
+	}()
+}
 
 // TestRun runs the demo at small scale and applies the same checks as its
 // exit status. The margins are wide on purpose: a heartbeat gap is at most
 // 300ms against a 1.5s timeout, and the last silent client's deadline falls
 // a full second before the end, so only a real bug fails it, not a slow CI.
+// An outside client that says hello and then nothing is timed out too, and
+// must not fail the run.
 func TestRun(t *testing.T) {
 	cfg := defaultConfig()
 	cfg.Conns = 200
@@ -25,8 +84,10 @@ func TestRun(t *testing.T) {
 	cfg.Progress = t.Output()
 	cfg.Notes = t.Output()
 	cfg.CPUProfile = true
+	hello := newOutsider(0, false, "hello")
+	cfg.Listening = func(addr string) { hello.start(t, addr) }
 
-	rep, err := run(cfg)
+	rep, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +112,127 @@ func TestRun(t *testing.T) {
 		t.Errorf("server handled %d heartbeats, want at least %d", rep.Heartbeats, least)
 	}
 	if !(rep.WheelBytesPerConn > 0) {
-		t.Errorf("heap per connection in the wheel = %v, want > 0", rep.WheelBytesPerConn)
+		t.Errorf("heap per connection for the idle timeout = %v, want > 0", rep.WheelBytesPerConn)
+	}
+	if o := rep.Outside; o.Conns != 1 || o.TimedOut != 1 || o.Lines != 1 {
+		t.Errorf("outside clients: %+v; want the hello client, with 1 line, closed idle", o)
+	}
+	if err := <-hello.err; err != io.EOF {
+		t.Errorf("the outside client's read ended with %v, want io.EOF (closed by the server)", err)
+	}
+	if !strings.Contains(out.String(), "result                 OK") {
+		t.Errorf("the report does not say OK")
+	}
+}
+
+// TestRun_Deadline runs the same workload on read deadlines instead of the
+// wheel.
+func TestRun_Deadline(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Mode = modeDeadline
+	cfg.Conns = 100
+	cfg.Timeout = time.Second
+	cfg.Interval = 200 * time.Millisecond
+	cfg.Duration = 2500 * time.Millisecond
+	cfg.Slack = 500 * time.Millisecond
+	cfg.Seed = 7
+	cfg.Progress = t.Output()
+	cfg.Notes = t.Output()
+
+	rep, err := run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	rep.print(&out)
+	t.Log(out.String())
+	for _, p := range rep.problems() {
+		t.Error(p)
+	}
+	if want := 20; rep.Silent != want || rep.SilentClosed != want || len(rep.Lateness) != want {
+		t.Errorf("%d silent clients, %d closed, %d closes recorded; want %d each", rep.Silent, rep.SilentClosed, len(rep.Lateness), want)
+	}
+	if !strings.Contains(out.String(), "mode deadline") || !strings.Contains(out.String(), "SetReadDeadline") {
+		t.Errorf("the report does not say it ran on read deadlines")
+	}
+}
+
+// TestRun_OutsideClientsOnly runs with -conns 0 until interrupted. Outside
+// clients are served whatever their lines say: one says hello and falls
+// silent, one names itself and heartbeats, one leaves. The run is judged OK.
+func TestRun_OutsideClientsOnly(t *testing.T) {
+	cfg, err := parseFlags([]string{"-conns", "0", "-timeout", "300ms", "-interval", "100ms"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Duration != 0 {
+		t.Fatalf("-conns 0 runs for %v, want until interrupted (0)", cfg.Duration)
+	}
+	var notes strings.Builder
+	cfg.Notes = &notes
+	silent := newOutsider(0, false, "hello")
+	named := newOutsider(100*time.Millisecond, false, "id 42", "still here")
+	leaving := newOutsider(0, true, "bye")
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg.Listening = func(addr string) {
+		for _, o := range []*outsider{silent, named, leaving} {
+			o.start(t, addr)
+		}
+		time.AfterFunc(time.Second, cancel) // Ctrl-C
+	}
+	rep, err := run(ctx, cfg)
+	close(named.stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	rep.print(&out)
+	t.Log(notes.String(), out.String())
+
+	if p := rep.problems(); len(p) > 0 {
+		t.Errorf("outside clients failed the run: %q", p)
+	}
+	if !rep.Interrupted {
+		t.Error("the report does not say the run was interrupted")
+	}
+	o := rep.Outside
+	if o.Conns != 3 || o.TimedOut != 1 || o.Left != 1 || o.Open != 1 || !slices.Equal(o.Names, []string{"42"}) {
+		t.Errorf("outside clients: %+v; want 3: 1 closed idle, 1 left, 1 still open, named [42]", o)
+	}
+	if err := <-silent.err; err != io.EOF {
+		t.Errorf("the silent client's read ended with %v, want io.EOF (closed by the server)", err)
+	}
+	for _, want := range []string{"nc 127.0.0.1 ", `is "42"`, "closed: idle for 300ms", "left", "result                 OK"} {
+		if !strings.Contains(notes.String()+out.String(), want) {
+			t.Errorf("the output does not say %q", want)
+		}
+	}
+}
+
+// TestRun_Interrupted cuts a run short: silent clients whose deadline has
+// not come yet are not counted as left open.
+func TestRun_Interrupted(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Conns = 40
+	cfg.Silent = 0.5
+	cfg.Timeout = time.Second
+	cfg.Interval = 200 * time.Millisecond
+	cfg.Duration = 10 * time.Second
+	cfg.Seed = 3
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg.Listening = func(string) { time.AfterFunc(500*time.Millisecond, cancel) }
+	rep, err := run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Interrupted || rep.Elapsed > 5*time.Second {
+		t.Errorf("interrupted %v after %v, want true and well before -duration", rep.Interrupted, rep.Elapsed)
+	}
+	if p := rep.problems(); len(p) > 0 {
+		t.Errorf("a run cut short failed: %q", p)
+	}
+	if rep.SilentNotDue == 0 {
+		t.Errorf("no silent client counted as not yet due: %+v", rep)
 	}
 }
 
@@ -65,7 +246,7 @@ func TestRun_PortInUse(t *testing.T) {
 	cfg := defaultConfig()
 	cfg.Addr = ln.Addr().String()
 	cfg.Conns = 1
-	_, err = run(cfg)
+	_, err = run(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "already in use") {
 		t.Fatalf("run on a busy port: err = %v, want one saying the port is already in use", err)
 	}
@@ -79,7 +260,15 @@ func TestParseFlags(t *testing.T) {
 		{nil, ""},
 		{[]string{"-conns", "100", "-timeout", "2s", "-silent", "0"}, ""},
 		{[]string{"-silent", "1", "-duration", "5s"}, ""},
-		{[]string{"-conns", "0"}, "-conns must be at least 1"},
+		{[]string{"-conns", "0"}, ""},
+		{[]string{"-conns", "0", "-addr", "127.0.0.1:9123", "-duration", "1m"}, ""},
+		{[]string{"-conns", "0", "-duration", "2s"}, ""}, // no silent clients of its own to wait for
+		{[]string{"-mode", "deadline"}, ""},
+		{[]string{"-mode", "both"}, ""},
+		{[]string{"-conns", "-1"}, "-conns must be 0"},
+		{[]string{"-mode", "heap"}, "-mode must be wheel, deadline or both"},
+		{[]string{"-conns", "0", "-mode", "both"}, "-mode both needs a -duration"},
+		{[]string{"-duration", "0s"}, "-duration 0 (run until Ctrl-C) needs -conns 0"},
 		{[]string{"-timeout", "-1s"}, "-timeout must be positive"},
 		{[]string{"-interval", "0s"}, "-interval must be positive"},
 		{[]string{"-interval", "2s"}, "-interval (2s) must be at most half of -timeout (3s)"},
@@ -98,6 +287,36 @@ func TestParseFlags(t *testing.T) {
 			t.Errorf("parseFlags(%q) = %v, want no error", tt.args, err)
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("parseFlags(%q) = %v, want an error containing %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+// TestUsage checks that -h states the protocol for outside clients.
+func TestUsage(t *testing.T) {
+	var out strings.Builder
+	if _, err := parseFlags([]string{"-h"}, &out); err == nil {
+		t.Fatal("-h returned no error, want flag.ErrHelp")
+	}
+	for _, want := range []string{"nc 127.0.0.1 PORT", "every line a client sends is a heartbeat", `"id NAME"`, "-mode", "never fail the run"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("usage does not say %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestNameIn(t *testing.T) {
+	for _, tt := range []struct{ line, want string }{
+		{"42\n", "42"},
+		{"id 42\n", "42"},
+		{"id alice\r\n", "alice"},
+		{"hello\n", ""},
+		{"\n", ""},
+		{"-3\n", ""},
+		{"id \n", ""},
+		{"id " + strings.Repeat("x", 40) + "\n", strings.Repeat("x", 32)},
+	} {
+		if got := nameIn([]byte(tt.line)); got != tt.want {
+			t.Errorf("nameIn(%q) = %q, want %q", tt.line, got, tt.want)
 		}
 	}
 }
@@ -136,31 +355,76 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-// TestCPUByLabel checks the profile decoding behind "timer CPU": CPU burnt
-// under each label must be attributed to it, and the rest counted only in
-// the total.
-func TestCPUByLabel(t *testing.T) {
+func TestWheelWork(t *testing.T) {
+	const lib = libPrefix
+	for _, tt := range []struct {
+		frames []string // leaf first
+		want   bool
+	}{
+		{[]string{lib + "(*Timer).resetTo", lib + "(*Timer).Reset", lib + "(*idleConn).Read", "bufio.(*Reader).fill"}, true},
+		{[]string{"runtime.nanotime", "time.Since", lib + "(*Hierarchy).after", lib + "(*idleConn).Read"}, true},
+		{[]string{lib + "(*idleConn).Read", "bufio.(*Reader).fill"}, true}, // the wrapper's own code
+		{[]string{"internal/poll.(*FD).Read", "net.(*conn).Read", lib + "(*idleConn).Read"}, false},
+		{[]string{"syscall.Syscall", "net.(*conn).Close", lib + "(*idleConn).expire", lib + "(*idleConn).expire-fm", lib + "(*Hierarchy).Advance"}, false},
+		{[]string{"runtime.lock2", lib + "(*Hierarchy).Advance", lib + "(*Hierarchy).drive"}, true},
+		{[]string{"main.(*server).serve"}, false},
+	} {
+		if got := wheelWork(tt.frames); got != tt.want {
+			t.Errorf("wheelWork(%q) = %v, want %v", tt.frames, got, tt.want)
+		}
+	}
+}
+
+// TestCPUByStack checks the profile decoding behind "timer CPU": CPU spent
+// in the timing wheel is attributed to the driver when the goroutine has
+// the driver's label and to re-arming otherwise, CPU spent setting read
+// deadlines in deadline mode's reader to that, and the rest only to the
+// total.
+func TestCPUByStack(t *testing.T) {
 	m, err := startCPUMeter()
 	if err != nil {
 		t.Skip("cannot profile here:", err)
+	}
+	h, err := timingwheel.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := h.AfterFunc(time.Hour, func() {})
+	resetFor := func(d time.Duration) {
+		for end := time.Now().Add(d); time.Now().Before(end); {
+			for range 1000 {
+				tm.Reset(time.Hour)
+			}
+		}
+	}
+	pprof.Do(context.Background(), driverLabels, func(context.Context) { resetFor(200 * time.Millisecond) })
+	resetFor(200 * time.Millisecond)
+
+	c1, c2 := net.Pipe()
+	defer c1.Close()
+	defer c2.Close()
+	dr := &deadlineReader{c: c1, timeout: -time.Second} // already passed: Read returns at once
+	for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
+		dr.Read(nil) // net.Pipe's Read is not net.(*conn).Read: all of it counts
 	}
 	burn := func(d time.Duration) {
 		for end := time.Now().Add(d); time.Now().Before(end); {
 		}
 	}
-	pprof.Do(context.Background(), pprof.Labels("timer", "driver"), func(context.Context) { burn(300 * time.Millisecond) })
-	pprof.Do(context.Background(), pprof.Labels("timer", "arm"), func(context.Context) { burn(300 * time.Millisecond) })
-	pprof.Do(context.Background(), pprof.Labels("other", "x"), func(context.Context) { burn(300 * time.Millisecond) })
+	burn(200 * time.Millisecond)
 	rep, err := m.stop()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%+v", rep)
-	if rep.Driver <= 0 || rep.Arm <= 0 {
-		t.Errorf("driver %v, arm %v: want CPU time under both labels", rep.Driver, rep.Arm)
+	if raceEnabled {
+		t.Skip("with the race detector most samples are in its C code, without a Go stack to attribute")
 	}
-	if rep.Total <= rep.Driver+rep.Arm || rep.TimerSamples >= rep.Samples {
-		t.Errorf("total %v (%d samples) should exceed the labelled %v (%d samples) by the unlabelled work",
-			rep.Total, rep.Samples, rep.Driver+rep.Arm, rep.TimerSamples)
+	if rep.Driver <= 0 || rep.Rearm <= 0 || rep.Deadline <= 0 {
+		t.Errorf("driver %v, re-arming %v, deadlines %v: want CPU time in each", rep.Driver, rep.Rearm, rep.Deadline)
+	}
+	if rep.Total <= rep.Driver+rep.Rearm+rep.Deadline || rep.TimerSamples >= rep.Samples {
+		t.Errorf("total %v (%d samples) should exceed the timer work %v (%d samples) by the burn",
+			rep.Total, rep.Samples, rep.Driver+rep.Rearm+rep.Deadline, rep.TimerSamples)
 	}
 }

@@ -9,9 +9,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
+	"os"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -20,29 +22,45 @@ import (
 	"github.com/timingwheel/timingwheel"
 )
 
+// The ways the server can keep its idle timeouts (-mode).
+const (
+	modeWheel    = "wheel"    // timingwheel's IdleListener: one Timer.Reset per Read with data
+	modeDeadline = "deadline" // conn.SetReadDeadline(time.Now().Add(timeout)) before every Read
+	modeBoth     = "both"     // wheel, then deadline, on the same workload
+)
+
+// modeHow says in a few words what each mode does.
+var modeHow = map[string]string{
+	modeWheel:    "IdleListener, the timing wheel closes idle connections",
+	modeDeadline: "SetReadDeadline before every Read",
+}
+
 // config is everything run needs; the flags fill it in main.
 type config struct {
 	Addr     string
-	Conns    int
+	Mode     string // modeWheel or modeDeadline (main runs modeBoth as one run of each)
+	Conns    int    // the demo's own clients; 0: outside clients only
 	Timeout  time.Duration
 	Interval time.Duration
 	Silent   float64
-	Duration time.Duration
-	Seed     uint64 // 0: pick one at random
+	Duration time.Duration // 0 (with Conns 0 only): until interrupted
+	Seed     uint64        // 0: pick one at random
 
 	// Slack separates the last deadline a silent client can have from the end
 	// of the run, so that "every silent client was closed by the end" is a
 	// fair check: silent clients stop early enough for it.
 	Slack time.Duration
 
-	Progress   io.Writer // one line per second; nil for none
-	Notes      io.Writer // notices, such as running fewer connections; nil for none
-	CPUProfile bool      // measure the timers' CPU with a labelled CPU profile
+	Progress   io.Writer         // one line per second while the demo's clients run; nil for none
+	Notes      io.Writer         // notices and outside clients' comings and goings; nil for none
+	CPUProfile bool              // measure the timers' CPU with a CPU profile
+	Listening  func(addr string) // if not nil, called with the server's address once it listens
 }
 
 func defaultConfig() config {
 	return config{
 		Addr:     "127.0.0.1:0",
+		Mode:     modeWheel,
 		Conns:    10_000,
 		Timeout:  3 * time.Second,
 		Interval: time.Second,
@@ -55,8 +73,10 @@ func defaultConfig() config {
 // validate reports the first setting that cannot work, naming its flag.
 func (c config) validate() error {
 	switch {
-	case c.Conns < 1:
-		return fmt.Errorf("-conns must be at least 1, got %d", c.Conns)
+	case c.Mode != modeWheel && c.Mode != modeDeadline && c.Mode != modeBoth:
+		return fmt.Errorf("-mode must be %s, %s or %s, got %q", modeWheel, modeDeadline, modeBoth, c.Mode)
+	case c.Conns < 0:
+		return fmt.Errorf("-conns must be 0 (outside clients only) or more, got %d", c.Conns)
 	case c.Timeout <= 0:
 		return fmt.Errorf("-timeout must be positive, got %v", c.Timeout)
 	case c.Interval <= 0:
@@ -66,11 +86,15 @@ func (c config) validate() error {
 			"or clients that do send heartbeats could be closed as idle", c.Interval, c.Timeout)
 	case math.IsNaN(c.Silent) || c.Silent < 0 || c.Silent > 1:
 		return fmt.Errorf("-silent is the fraction of clients that fall silent and must be between 0 and 1, got %v", c.Silent)
-	case c.Duration <= 0:
+	case c.Duration < 0:
 		return fmt.Errorf("-duration must be positive, got %v", c.Duration)
+	case c.Duration == 0 && c.Conns > 0:
+		return fmt.Errorf("-duration 0 (run until Ctrl-C) needs -conns 0: the demo's own clients are judged over a fixed run")
+	case c.Duration == 0 && c.Mode == modeBoth:
+		return fmt.Errorf("-mode both needs a -duration: the second mode starts when the first ends")
 	case c.Slack < 0:
 		return fmt.Errorf("slack must not be negative, got %v", c.Slack)
-	case c.Silent > 0 && c.Duration <= c.Timeout+c.Slack:
+	case c.Conns > 0 && c.Silent > 0 && c.Duration <= c.Timeout+c.Slack:
 		return fmt.Errorf("-duration (%v) must be longer than -timeout (%v) plus %v, "+
 			"so that clients falling silent can be seen to be closed before the end", c.Duration, c.Timeout, c.Slack)
 	}
@@ -80,59 +104,63 @@ func (c config) validate() error {
 	return nil
 }
 
-// Labels that attribute CPU profile samples to the timers; see cpuprofile.go.
-var (
-	noLabels     = context.Background()
-	driverLabels = pprof.WithLabels(noLabels, pprof.Labels("timer", "driver"))
-	armLabels    = pprof.WithLabels(noLabels, pprof.Labels("timer", "arm"))
-)
+// driverLabels mark the hierarchy's driver goroutine in CPU profiles (it
+// inherits them from the goroutine that calls Start); see cpuprofile.go.
+var driverLabels = pprof.Labels("timer", "driver")
 
-// server closes connections that send nothing for timeout. All it needs from
-// timingwheel is the Timeouts set: Add on accept and on every line, Remove
-// when the connection ends, and a callback that closes the idle ones. The
-// rest of this type is bookkeeping for the report.
+// server closes connections that send nothing for timeout. In wheel mode
+// that takes one line: the listener is wrapped by IdleListener, and a Read
+// error that is a timeout means the wheel closed the conn. In deadline mode
+// each Read is preceded by SetReadDeadline. Everything else here is
+// bookkeeping for the report.
 type server struct {
-	idle    *timingwheel.Timeouts[net.Conn]
+	mode    string
 	timeout time.Duration
+	events  io.Writer                // outside clients' comings and goings
+	demo    func(remote string) bool // reports whether remote is one of the demo's own clients
+	dialing atomic.Bool              // the demo's clients are connecting: demo is not final yet
 
-	heartbeats atomic.Int64 // lines received
+	heartbeats atomic.Int64 // lines received, from every client
 	open       atomic.Int64 // connections whose reader is still running
-	closed     atomic.Int64 // connections closed for being idle
+	timedOut   atomic.Int64 // connections closed for being idle
 
-	mu     sync.Mutex
-	closes []closeRecord
-	conns  []*conn // every accepted connection, for teardown
+	mu    sync.Mutex
+	conns []*sconn // every accepted connection, in order
 
 	wg sync.WaitGroup // readers
 }
 
-type closeRecord struct {
-	id   int // client id, or -1 if the client never said who it is
-	at   time.Time
-	late time.Duration // at minus the deadline it was closed for
-}
+// How a server connection ended.
+type endKind int
 
-// conn is a server-side connection. It is the key in the Timeouts set, so the
-// expiry callback gets it back from the net.Conn it is handed.
-type conn struct {
-	net.Conn
-	srv *server
+const (
+	stillOpen endKind = iota
+	endTimedOut
+	endPeerClosed // io.EOF: the client closed it
+	endClosed     // the server closed it (teardown)
+	endError      // anything else, such as a reset
+)
 
-	mu       sync.Mutex
-	id       int       // from the first line; -1 until then
-	deadline time.Time // of the latest arming
-	closed   bool      // closed for being idle
-}
+// sconn is the server's record of one connection. The reader goroutine
+// writes it under mu; the report reads it under mu.
+type sconn struct {
+	c      net.Conn
+	remote string
 
-func newServer(h *timingwheel.Hierarchy, timeout time.Duration) *server {
-	s := &server{timeout: timeout}
-	s.idle = timingwheel.NewTimeouts(h, s.expired)
-	return s
+	mu      sync.Mutex
+	known   bool   // whether outside is known yet
+	outside bool   // not one of the demo's own clients
+	name    string // from the client's first naming line, if any
+	lines   int64
+	end     endKind
+	at      time.Time     // when it ended
+	late    time.Duration // for endTimedOut: at minus the deadline it was closed for
+	err     error
 }
 
 func (s *server) accept(ln net.Listener) {
 	for {
-		nc, err := ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -142,90 +170,141 @@ func (s *server) accept(ln net.Listener) {
 			time.Sleep(5 * time.Millisecond)
 			continue
 		}
-		c := &conn{Conn: nc, srv: s, id: -1}
+		sc := &sconn{c: c, remote: c.RemoteAddr().String()}
+		if !s.dialing.Load() {
+			sc.mu.Lock()
+			s.classifyLocked(sc)
+			sc.mu.Unlock()
+		}
 		s.mu.Lock()
-		s.conns = append(s.conns, c)
+		s.conns = append(s.conns, sc)
 		s.mu.Unlock()
 		s.open.Add(1)
-		c.arm()
 		s.wg.Add(1)
-		go c.serve()
+		go s.serve(sc)
 	}
 }
 
-// arm (re)starts c's idle timeout. It reports false if c was already closed
-// for being idle.
-func (c *conn) arm() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
+// classifyLocked tells whether sc is an outside client, once that is
+// sure: after the demo's clients have connected, or once sc has sent a
+// line or ended (a demo client is registered before it sends anything).
+// sc.mu must be held.
+func (s *server) classifyLocked(sc *sconn) {
+	if sc.known {
+		return
 	}
-	pprof.SetGoroutineLabels(armLabels)
-	c.srv.idle.Add(c, c.srv.timeout)
-	pprof.SetGoroutineLabels(noLabels)
-	c.deadline, _ = c.srv.idle.Deadline(c)
-	return true
+	sc.known, sc.outside = true, !s.demo(sc.remote)
+	if sc.outside {
+		fmt.Fprintf(s.events, "idleconn: outside client %s connected\n", sc.remote)
+	}
 }
 
-// serve reads heartbeat lines ("<client id>\n") until the connection ends.
-func (c *conn) serve() {
-	s := c.srv
+// deadlineReader is deadline mode's reader: a read deadline timeout from
+// now before every Read.
+type deadlineReader struct {
+	c        net.Conn
+	timeout  time.Duration
+	deadline time.Time // of the latest Read
+}
+
+func (r *deadlineReader) Read(p []byte) (int, error) {
+	r.deadline = time.Now().Add(r.timeout)
+	if err := r.c.SetReadDeadline(r.deadline); err != nil {
+		return 0, err
+	}
+	return r.c.Read(p)
+}
+
+// idleDeadline is what the conns of an IdleListener offer beyond net.Conn.
+type idleDeadline interface{ IdleDeadline() time.Time }
+
+// serve reads lines until the connection ends. Every line is a heartbeat;
+// "id NAME" or a bare number names the client.
+func (s *server) serve(sc *sconn) {
 	defer s.wg.Done()
-	r := bufio.NewReaderSize(c.Conn, 64)
+	var r io.Reader = sc.c
+	dr := (*deadlineReader)(nil)
+	if s.mode == modeDeadline {
+		dr = &deadlineReader{c: sc.c, timeout: s.timeout}
+		r = dr
+	}
+	br := bufio.NewReaderSize(r, 128)
 	for {
-		line, err := r.ReadSlice('\n')
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue // a long line: its end is still to come
+		}
 		if err != nil {
+			s.ended(sc, err, dr)
 			break
 		}
 		s.heartbeats.Add(1)
-		if c.id < 0 { // only this goroutine writes id
-			id, err := strconv.Atoi(string(line[:len(line)-1]))
-			if err != nil {
-				break
+		sc.mu.Lock()
+		s.classifyLocked(sc)
+		sc.lines++
+		if sc.name == "" {
+			if sc.name = nameIn(line); sc.name != "" && sc.outside {
+				fmt.Fprintf(s.events, "idleconn: outside client %s is %q\n", sc.remote, sc.name)
 			}
-			c.mu.Lock()
-			c.id = id
-			c.mu.Unlock()
 		}
-		if !c.arm() {
-			break
-		}
+		sc.mu.Unlock()
 	}
-	pprof.SetGoroutineLabels(armLabels)
-	s.idle.Remove(c)
-	pprof.SetGoroutineLabels(noLabels)
-	c.Conn.Close()
+	sc.c.Close()
 	s.open.Add(-1)
 }
 
-// expired is the Timeouts callback. It runs on the hierarchy's driver
-// goroutine, so it only closes the connection: the reader notices and exits.
-func (s *server) expired(k net.Conn) {
-	pprof.SetGoroutineLabels(noLabels) // closing sockets is not timer work
-	defer pprof.SetGoroutineLabels(driverLabels)
-
+// ended records how sc ended: err is its reader's error.
+func (s *server) ended(sc *sconn, err error, dr *deadlineReader) {
 	now := time.Now()
-	c := k.(*conn)
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	s.classifyLocked(sc)
+	sc.at, sc.err = now, err
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The wheel closed the conn, or its read deadline passed: lateness
+		// is counted from that deadline to the reader seeing it.
+		var deadline time.Time
+		if dr != nil {
+			deadline = dr.deadline
+		} else {
+			deadline = sc.c.(idleDeadline).IdleDeadline()
+		}
+		sc.end, sc.late = endTimedOut, now.Sub(deadline)
+		s.timedOut.Add(1)
+	case errors.Is(err, io.EOF):
+		sc.end = endPeerClosed
+	case errors.Is(err, net.ErrClosed):
+		sc.end = endClosed
+	default:
+		sc.end = endError
 	}
-	if d, armed := s.idle.Deadline(c); armed && now.Before(d) {
-		// A heartbeat re-armed c while this firing was on its way: not idle.
-		c.mu.Unlock()
-		return
+	if sc.outside {
+		switch sc.end {
+		case endTimedOut:
+			fmt.Fprintf(s.events, "idleconn: outside client %s closed: idle for %v (%v after its deadline)\n",
+				sc.remote, s.timeout, ms(sc.late))
+		case endPeerClosed:
+			fmt.Fprintf(s.events, "idleconn: outside client %s left\n", sc.remote)
+		case endError:
+			fmt.Fprintf(s.events, "idleconn: outside client %s: %v\n", sc.remote, err)
+		}
 	}
-	c.closed = true
-	rec := closeRecord{id: c.id, at: now, late: now.Sub(c.deadline)}
-	c.mu.Unlock()
+}
 
-	c.Conn.Close()
-	s.closed.Add(1)
-	s.mu.Lock()
-	s.closes = append(s.closes, rec)
-	s.mu.Unlock()
+// nameIn returns the name a line gives its client: NAME for "id NAME", the
+// number itself for a bare decimal number, "" for any other line.
+func nameIn(line []byte) string {
+	s := strings.TrimSpace(string(line))
+	if rest, ok := strings.CutPrefix(s, "id "); ok {
+		s = strings.TrimSpace(rest)
+	} else if _, err := strconv.ParseUint(s, 10, 64); err != nil {
+		return ""
+	}
+	if len(s) > 32 {
+		s = s[:32]
+	}
+	return s
 }
 
 // client sends its id as a line right after connecting and then about every
@@ -233,6 +312,7 @@ func (s *server) expired(k net.Conn) {
 type client struct {
 	id      int
 	conn    net.Conn
+	addr    string // conn's local address: how the server tells it from outside clients
 	silent  bool
 	quietAt time.Time
 	rng     *rand.Rand
@@ -257,7 +337,7 @@ func (cl *client) run(interval time.Duration, stop <-chan struct{}, done func())
 		}
 		now := time.Now()
 		if cl.silent && !cl.lastSent.IsZero() && !now.Before(cl.quietAt) {
-			return // every client says who it is first, silent or not
+			return // every client sends one line first, silent or not
 		}
 		if _, err := cl.conn.Write(line); err != nil {
 			cl.err = err
@@ -270,56 +350,99 @@ func (cl *client) run(interval time.Duration, stop <-chan struct{}, done func())
 	}
 }
 
-// run starts the server, connects the clients, runs for cfg.Duration, and
-// reports. An error means the run could not take place; failed checks are in
-// report.problems.
-func run(cfg config) (*report, error) {
+// run starts the server, connects the clients, runs for cfg.Duration (or
+// until ctx is done), and reports. An error means the run could not take
+// place; failed checks are in report.problems.
+func run(ctx context.Context, cfg config) (*report, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Mode == modeBoth {
+		return nil, errors.New("run takes one mode at a time; main runs both in turn")
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64() | 1
 	}
-	progress, notes := cfg.Progress, cfg.Notes
-	if progress == nil {
-		progress = io.Discard
+	// The readers write notes about outside clients as they come and go:
+	// one lock for both writers keeps lines whole and in order.
+	var outMu sync.Mutex
+	progress, notes := io.Writer(io.Discard), io.Writer(io.Discard)
+	if cfg.Progress != nil {
+		progress = &lockedWriter{mu: &outMu, w: cfg.Progress}
 	}
-	if notes == nil {
-		notes = io.Discard
+	if cfg.Notes != nil {
+		notes = &lockedWriter{mu: &outMu, w: cfg.Notes}
 	}
-	rep := &report{Seed: cfg.Seed, Requested: cfg.Conns, Timeout: cfg.Timeout}
+	rep := &report{Mode: cfg.Mode, Seed: cfg.Seed, Requested: cfg.Conns, Timeout: cfg.Timeout}
 
-	n, note, err := fitConns(cfg.Conns)
-	if err != nil {
-		return nil, err
-	}
-	if note != "" {
-		fmt.Fprintln(notes, "idleconn:", note)
+	n := 0
+	if cfg.Conns > 0 {
+		var note string
+		var err error
+		n, note, err = fitConns(cfg.Conns)
+		if err != nil {
+			return nil, err
+		}
+		if note != "" {
+			fmt.Fprintln(notes, "idleconn:", note)
+		}
 	}
 	rep.Conns = n
 
-	h, err := timingwheel.New()
+	clients := make([]*client, n)
+	demoAddrs := make(map[string]bool, n) // the demo clients' local addresses
+	var demoMu sync.Mutex
+	srv := &server{
+		mode:    cfg.Mode,
+		timeout: cfg.Timeout,
+		events:  notes,
+		demo: func(remote string) bool {
+			demoMu.Lock()
+			defer demoMu.Unlock()
+			return demoAddrs[remote]
+		},
+	}
+	rawLn, err := listen(cfg.Addr)
 	if err != nil {
 		return nil, err
 	}
-	srv := newServer(h, cfg.Timeout)
-	// The driver goroutine inherits these labels, so profile samples taken
-	// while it runs the wheel are attributed to it.
-	pprof.Do(context.Background(), pprof.Labels("timer", "driver"), func(context.Context) { h.Start() })
-	defer h.Stop()
+	ln := rawLn
+	var h *timingwheel.Hierarchy
+	if cfg.Mode == modeWheel {
+		h, err = timingwheel.New()
+		if err != nil {
+			rawLn.Close()
+			return nil, err
+		}
+		// The driver goroutine inherits these labels, so profile samples
+		// taken while it runs are attributed to it.
+		pprof.Do(context.Background(), driverLabels, func(context.Context) { h.Start() })
+		defer h.Stop()
+		ln = h.IdleListener(rawLn, cfg.Timeout)
+	}
+	rep.Addr = rawLn.Addr().String()
+	how := modeHow[cfg.Mode]
+	if n == 0 {
+		until := "until Ctrl-C"
+		if cfg.Duration > 0 {
+			until = fmt.Sprintf("for %v (or until Ctrl-C)", cfg.Duration)
+		}
+		host, port, _ := net.SplitHostPort(rep.Addr)
+		fmt.Fprintf(notes, "idleconn: mode %s (%s); serving outside clients on %s %s, timeout %v\n",
+			cfg.Mode, how, rep.Addr, until, cfg.Timeout)
+		fmt.Fprintf(notes, "idleconn: connect with: nc %s %s   (every line is a heartbeat; \"id NAME\" names you)\n", host, port)
+	}
+	if cfg.Listening != nil {
+		cfg.Listening(rep.Addr)
+	}
 
-	ln, err := listen(cfg.Addr)
-	if err != nil {
-		return nil, err
-	}
 	acceptDone := make(chan struct{})
 	go func() { defer close(acceptDone); srv.accept(ln) }()
 
 	stop := make(chan struct{})
 	var clientWG sync.WaitGroup
 	stopClients := sync.OnceFunc(func() { close(stop); clientWG.Wait() })
-	clients := make([]*client, n)
-	defer func() { // teardown, also after an error
+	teardown := sync.OnceFunc(func() {
 		stopClients()
 		ln.Close()
 		<-acceptDone
@@ -328,8 +451,14 @@ func run(cfg config) (*report, error) {
 				cl.conn.Close()
 			}
 		}
+		srv.mu.Lock()
+		for _, sc := range srv.conns {
+			sc.c.Close()
+		}
+		srv.mu.Unlock()
 		srv.wg.Wait()
-	}()
+	})
+	defer teardown() // also after an error
 
 	// Decide who falls silent, and when: a silent client's last deadline
 	// must leave cfg.Slack before the end of the run.
@@ -344,20 +473,37 @@ func run(cfg config) (*report, error) {
 		}
 	}
 
-	// Connect, a few dozen at a time so the listen queue never overflows.
-	dialStart := time.Now()
-	if err := dialAll(ln.Addr().String(), clients, func(cl *client) {
-		if cl.silent {
-			cl.quietAt = time.Now().Add(time.Duration(cl.rng.Int64N(int64(window))))
+	var heapOpen uint64 // with every demo connection open
+	if n > 0 {
+		// Connect, a few dozen at a time so the listen queue never overflows.
+		dialStart := time.Now()
+		srv.dialing.Store(true)
+		err := dialAll(rep.Addr, clients, func(cl *client) {
+			// Known as a demo client before it sends anything.
+			demoMu.Lock()
+			demoAddrs[cl.addr] = true
+			demoMu.Unlock()
+			if cl.silent {
+				cl.quietAt = time.Now().Add(time.Duration(cl.rng.Int64N(int64(window))))
+			}
+			clientWG.Add(1)
+			go cl.run(cfg.Interval, stop, clientWG.Done)
+		})
+		srv.dialing.Store(false)
+		if err != nil {
+			return nil, err
 		}
-		clientWG.Add(1)
-		go cl.run(cfg.Interval, stop, clientWG.Done)
-	}); err != nil {
-		return nil, err
+		rep.ConnectTime = time.Since(dialStart)
+		// Wait for the server to have them all, then weigh the process; the
+		// weight of the connections is what goes once they are closed.
+		for wait := time.Now().Add(10 * time.Second); srv.open.Load() < int64(n) && time.Now().Before(wait); {
+			time.Sleep(time.Millisecond)
+		}
+		heapOpen = heapAfterGC()
+		fmt.Fprintf(progress, "idleconn: mode %s (%s); server on %s\n", cfg.Mode, how, rep.Addr)
+		fmt.Fprintf(progress, "idleconn: %d clients connected in %v (%d will fall silent); timeout %v, running %v\n",
+			n, rep.ConnectTime.Round(time.Millisecond), nSilent, cfg.Timeout, cfg.Duration)
 	}
-	rep.ConnectTime = time.Since(dialStart)
-	fmt.Fprintf(progress, "idleconn: server on %s; %d clients connected in %v (%d will fall silent); timeout %v, running %v\n",
-		ln.Addr(), n, rep.ConnectTime.Round(time.Millisecond), nSilent, cfg.Timeout, cfg.Duration)
 
 	var cpu *cpuMeter
 	if cfg.CPUProfile {
@@ -366,55 +512,79 @@ func run(cfg config) (*report, error) {
 			fmt.Fprintln(notes, "idleconn: timer CPU not measured:", err)
 		}
 	}
+	cpu0, cpuOK := processCPU()
 
-	// Run, printing one line per second.
+	// Run, printing one line per second while the demo's clients run.
 	start := time.Now()
-	end := start.Add(cfg.Duration)
+	var tick <-chan time.Time
+	if n > 0 {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		tick = t.C
+	}
+	var endTimer <-chan time.Time
+	if cfg.Duration > 0 {
+		t := time.NewTimer(cfg.Duration)
+		defer t.Stop()
+		endTimer = t.C
+	}
 	last, lastBeats := start, srv.heartbeats.Load()
 	startBeats := lastBeats
-	var ms runtime.MemStats
-	for now := start; now.Before(end); {
-		next := now.Add(time.Second)
-		if next.After(end) {
-			next = end
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			rep.Interrupted = true
+			break loop
+		case <-endTimer:
+			break loop
+		case now := <-tick:
+			beats := srv.heartbeats.Load()
+			line := fmt.Sprintf("%5.1fs  open %6d  heartbeats/s %6.0f  closed idle %6d",
+				now.Sub(start).Seconds(), srv.open.Load(),
+				float64(beats-lastBeats)/now.Sub(last).Seconds(), srv.timedOut.Load())
+			if h != nil {
+				line += fmt.Sprintf("  wheel.Len %6d", h.Len())
+			}
+			fmt.Fprintln(progress, line)
+			last, lastBeats = now, beats
 		}
-		time.Sleep(time.Until(next))
-		now = time.Now()
-		beats := srv.heartbeats.Load()
-		runtime.ReadMemStats(&ms)
-		rep.PeakHeap = max(rep.PeakHeap, ms.HeapAlloc)
-		fmt.Fprintf(progress, "%5.1fs  open %6d  heartbeats/s %6.0f  closed %6d  wheel.Len %6d\n",
-			now.Sub(start).Seconds(), srv.open.Load(),
-			float64(beats-lastBeats)/now.Sub(last).Seconds(),
-			srv.closed.Load(), h.Len())
-		last, lastBeats = now, beats
 	}
-	rep.Elapsed = time.Since(start)
+	end := time.Now()
+	rep.Elapsed = end.Sub(start)
+	if cpu1, ok := processCPU(); ok && cpuOK {
+		rep.ProcessCPU = cpu1 - cpu0
+	}
 	if cpu != nil {
 		rep.CPU, err = cpu.stop()
 		if err != nil {
 			fmt.Fprintln(notes, "idleconn: timer CPU not measured:", err)
 		}
 	}
+	rep.RunHeartbeats = srv.heartbeats.Load() - startBeats
 
-	// Freeze the server, stop the clients, and judge.
-	h.Stop()
+	// Stop the clients, and judge what happened up to the end.
 	stopClients()
-	rep.Heartbeats = srv.heartbeats.Load()
-	rep.RunHeartbeats = rep.Heartbeats - startBeats
+	byAddr := make(map[string]*client, n)
+	for _, cl := range clients {
+		if cl.conn != nil {
+			byAddr[cl.addr] = cl
+		}
+	}
 	srv.mu.Lock()
-	rep.judge(clients, srv.closes)
+	rep.judge(clients, byAddr, srv.conns, end, cfg.Slack)
 	srv.mu.Unlock()
 
-	// What one tracked connection costs in the wheel, measured on a fresh one
-	// holding the same connections.
-	srv.mu.Lock()
-	keys := make([]net.Conn, len(srv.conns))
-	for i, c := range srv.conns {
-		keys[i] = c
+	teardown()
+	if n > 0 {
+		// Measured against the heap after the teardown rather than before
+		// the start: exited goroutines' descriptors stay for reuse, so
+		// against the start a second run in one process would look lighter.
+		rep.HeapPerConn = float64(int64(heapOpen)-int64(heapAfterGC())) / float64(n)
 	}
-	srv.mu.Unlock()
-	rep.WheelBytesPerConn = wheelBytesPerConn(keys, cfg.Timeout)
+	if cfg.Mode == modeWheel && n > 0 {
+		rep.WheelBytesPerConn = wheelBytesPerConn(cfg.Timeout)
+	}
 	return rep, nil
 }
 
@@ -426,9 +596,7 @@ func dialAll(addr string, clients []*client, started func(*client)) error {
 	errs := make(chan error, parallel)
 	var wg sync.WaitGroup
 	for range parallel {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			d := net.Dialer{Timeout: 10 * time.Second}
 			for i := range ids {
 				c, err := d.Dial("tcp", addr)
@@ -436,10 +604,10 @@ func dialAll(addr string, clients []*client, started func(*client)) error {
 					errs <- dialError(i, len(clients), err)
 					return
 				}
-				clients[i].conn = c
+				clients[i].conn, clients[i].addr = c, c.LocalAddr().String()
 				started(clients[i])
 			}
-		}()
+		})
 	}
 	var err error
 feed:
@@ -489,25 +657,49 @@ func listen(addr string) (net.Listener, error) {
 	return nil, fmt.Errorf("cannot listen on %s: %w", addr, err)
 }
 
-// wheelBytesPerConn reports how much heap one tracked connection costs in a
-// Timeouts set: the set's entry and its timer.
-func wheelBytesPerConn(keys []net.Conn, d time.Duration) float64 {
-	if len(keys) == 0 {
-		return 0
-	}
+// heapAfterGC returns the bytes of live heap objects after a full GC.
+func heapAfterGC() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC() // what had a finalizer is freed by the second
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// nopConn stands in for a socket where only the wrapper's size matters.
+type nopConn struct{ net.Conn }
+
+// wheelBytesPerConn reports the heap one connection's idle timeout costs in
+// wheel mode: the IdleConn wrapper with its Timer and callback, measured on
+// many wrappers in a fresh hierarchy.
+func wheelBytesPerConn(idle time.Duration) float64 {
+	const n = 10_000
 	h, err := timingwheel.New()
 	if err != nil {
 		return math.NaN()
 	}
-	idle := timingwheel.NewTimeouts(h, func(net.Conn) {})
+	c := &nopConn{}
+	conns := make([]net.Conn, n)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	for _, k := range keys {
-		idle.Add(k, d)
+	for i := range conns {
+		conns[i] = h.IdleConn(c, idle)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	runtime.KeepAlive(idle)
-	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(len(keys))
+	runtime.KeepAlive(conns)
+	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
 }

@@ -1,0 +1,728 @@
+package timingwheel_test
+
+import (
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/timingwheel/timingwheel"
+)
+
+// Tests of guarantee 11 (idle connections), on real TCP connections over
+// 127.0.0.1. Most drive the hierarchy by hand on a clock.Mock, so when the
+// timeout fires is decided by the test, not by the scheduler; the sockets
+// are real, so closing, unblocking and the errors are package net's own.
+// Only the public API is used.
+
+// idleConn is what the conns returned by IdleConn offer beyond net.Conn.
+type idleConn interface {
+	net.Conn
+	NetConn() net.Conn
+	IdleDeadline() time.Time
+}
+
+func newMockHierarchy(t testing.TB) (*timingwheel.Hierarchy, *clock.Mock) {
+	t.Helper()
+	mock := clock.NewMock()
+	h, err := timingwheel.New(timingwheel.WithClock(mock))
+	require.NoError(t, err)
+	return h, mock
+}
+
+// tcpPair returns both ends of a fresh TCP connection on 127.0.0.1: the one
+// the listener accepted and the one that dialled. Both are closed when the
+// test ends.
+func tcpPair(t testing.TB) (server, client net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	client, err = net.DialTimeout("tcp", ln.Addr().String(), 10*time.Second)
+	require.NoError(t, err)
+	t.Cleanup(func() { client.Close() })
+	select {
+	case server = <-accepted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Accept hung for 10s on a connection that was dialled")
+	}
+	require.NotNil(t, server, "Accept failed")
+	t.Cleanup(func() { server.Close() })
+	return server, client
+}
+
+// watchdog closes conns (or listeners), which unblocks whatever waits on
+// them, and fails the test saying what hung, if the test is still running
+// after d.
+func watchdog(t *testing.T, d time.Duration, what string, conns ...io.Closer) {
+	t.Helper()
+	wd := time.AfterFunc(d, func() {
+		t.Errorf("watchdog: %s did not happen within %v", what, d)
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	t.Cleanup(func() { wd.Stop() })
+}
+
+// send writes msg to c, failing the test if it cannot.
+func send(t *testing.T, c net.Conn, msg string) {
+	t.Helper()
+	require.NoError(t, c.SetWriteDeadline(time.Now().Add(10*time.Second)))
+	_, err := io.WriteString(c, msg)
+	require.NoError(t, err)
+}
+
+// receive reads exactly len(want) bytes from c and checks them.
+func receive(t *testing.T, c net.Conn, want string) {
+	t.Helper()
+	buf := make([]byte, len(want))
+	_, err := io.ReadFull(c, buf)
+	require.NoError(t, err)
+	require.Equal(t, want, string(buf))
+}
+
+// assertTimeout checks that err is the error of an idle conn that timed out.
+func assertTimeout(t *testing.T, err error, op string) {
+	t.Helper()
+	require.Error(t, err, op)
+	assert.ErrorIs(t, err, os.ErrDeadlineExceeded, op)
+	var ne net.Error
+	if assert.ErrorAs(t, err, &ne, op) {
+		assert.True(t, ne.Timeout(), "%s: %v: Timeout() is false", op, err)
+	}
+	var oe *net.OpError
+	if assert.ErrorAs(t, err, &oe, op) {
+		assert.Equal(t, op, oe.Op)
+		assert.Equal(t, "tcp", oe.Net)
+	}
+}
+
+// assertPeerSeesClose checks that the peer of a conn sees it closed: its
+// Read returns io.EOF (or a reset), not a timeout of its own deadline.
+func assertPeerSeesClose(t *testing.T, peer net.Conn) {
+	t.Helper()
+	require.NoError(t, peer.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err := peer.Read(make([]byte, 1))
+	require.Error(t, err)
+	assert.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the peer waited 10s and the conn was not closed: %v", err)
+}
+
+func TestIdleConn_ClosedAfterIdleNotBefore(t *testing.T) {
+	h, mock := newMockHierarchy(t)
+	server, client := tcpPair(t)
+	const idle = 3 * time.Second
+	conn := h.IdleConn(server, idle)
+	assert.Equal(t, 1, h.Len())
+	assert.Equal(t, mock.Now().Add(idle), conn.(idleConn).IdleDeadline())
+
+	mock.Add(idle - time.Millisecond)
+	require.Equal(t, 0, h.Advance(), "closed a tick before idle had passed")
+	send(t, conn, "still open") // only reading re-arms: this changes nothing
+	receive(t, client, "still open")
+
+	mock.Add(time.Millisecond)
+	require.Equal(t, 1, h.Advance(), "not closed once idle had passed")
+	assert.Equal(t, 0, h.Len(), "the hierarchy holds the timer of a closed conn")
+	assertPeerSeesClose(t, client) // the socket itself was closed
+	_, err := conn.Read(make([]byte, 1))
+	assertTimeout(t, err, "read")
+	assert.NoError(t, conn.Close(), "the first Close after the hierarchy closed the conn")
+	assert.ErrorIs(t, conn.Close(), net.ErrClosed, "a second Close")
+}
+
+func TestIdleConn_ReadRearms(t *testing.T) {
+	h, mock := newMockHierarchy(t)
+	server, client := tcpPair(t)
+	watchdog(t, 10*time.Second, "a Read of data already sent", server, client)
+	const idle = 2 * time.Second
+	conn := h.IdleConn(server, idle).(idleConn)
+	deadline := mock.Now().Add(idle)
+
+	// Each Read that returns data moves the deadline to idle after it.
+	buf := make([]byte, 16)
+	for i := range 5 {
+		mock.Add(idle - time.Millisecond)
+		require.Equal(t, 0, h.Advance(), "heartbeat %d", i)
+		send(t, client, "x")
+		n, err := conn.Read(buf)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		deadline = mock.Now().Add(idle)
+		require.Equal(t, deadline, conn.IdleDeadline(), "heartbeat %d", i)
+	}
+
+	// A Read that returns no data leaves the deadline alone: one that fails
+	// on the conn's own deadline, and one into an empty buffer.
+	mock.Add(time.Second)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(-time.Second)))
+	n, err := conn.Read(buf)
+	assert.Equal(t, 0, n)
+	assert.ErrorIs(t, err, os.ErrDeadlineExceeded, "the conn's own read deadline")
+	require.NoError(t, conn.SetReadDeadline(time.Time{}))
+	n, err = conn.Read(buf[:0])
+	assert.Equal(t, 0, n)
+	assert.NoError(t, err)
+	assert.Equal(t, deadline, conn.IdleDeadline())
+	assert.Equal(t, 1, h.Len(), "a failed Read of c closed the idle conn")
+
+	mock.Add(time.Second - time.Millisecond)
+	require.Equal(t, 0, h.Advance(), "closed before idle after the last Read with data")
+	mock.Add(time.Millisecond)
+	require.Equal(t, 1, h.Advance(), "not closed idle after the last Read with data")
+	_, err = conn.Read(buf)
+	assertTimeout(t, err, "read")
+}
+
+func TestIdleConn_TimeoutError(t *testing.T) {
+	const idle = time.Minute
+	t.Run("after", func(t *testing.T) {
+		h, mock := newMockHierarchy(t)
+		server, _ := tcpPair(t)
+		conn := h.IdleConn(server, idle)
+		mock.Add(idle)
+		require.Equal(t, 1, h.Advance())
+		for range 2 { // and stays so
+			_, err := conn.Read(make([]byte, 1))
+			assertTimeout(t, err, "read")
+			_, err = conn.Write([]byte("x"))
+			assertTimeout(t, err, "write")
+		}
+		assert.Equal(t, 0, h.Len())
+	})
+	t.Run("blocked read", func(t *testing.T) {
+		h, mock := newMockHierarchy(t)
+		server, client := tcpPair(t)
+		watchdog(t, 10*time.Second, "a Read blocked across the idle timeout returning", server, client)
+		conn := h.IdleConn(server, idle)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := conn.Read(make([]byte, 1))
+			errc <- err
+		}()
+		time.Sleep(20 * time.Millisecond) // let it block: had it not yet, the error is the same
+		mock.Add(idle)
+		require.Equal(t, 1, h.Advance())
+		assertTimeout(t, <-errc, "read")
+		assertPeerSeesClose(t, client)
+	})
+	t.Run("blocked write", func(t *testing.T) {
+		h, mock := newMockHierarchy(t)
+		server, client := tcpPair(t)
+		watchdog(t, 10*time.Second, "a Write blocked across the idle timeout returning", server, client)
+		conn := h.IdleConn(server, idle)
+		errc := make(chan error, 1)
+		go func() {
+			// The client reads nothing, so this fills the socket buffers
+			// and blocks.
+			_, err := conn.Write(make([]byte, 64<<20))
+			errc <- err
+		}()
+		time.Sleep(50 * time.Millisecond)
+		mock.Add(idle)
+		require.Equal(t, 1, h.Advance())
+		assertTimeout(t, <-errc, "write")
+	})
+}
+
+func TestIdleConn_CloseStopsTimer(t *testing.T) {
+	h, mock := newMockHierarchy(t)
+	other := h.AfterFunc(time.Hour, func() {})
+	before := h.Len()
+	server, client := tcpPair(t)
+	conn := h.IdleConn(server, time.Second)
+	assert.Equal(t, before+1, h.Len())
+
+	assert.NoError(t, conn.Close())
+	assert.Equal(t, before, h.Len(), "Close left the timer armed")
+	assertPeerSeesClose(t, client)
+	assert.ErrorIs(t, conn.Close(), net.ErrClosed, "a second Close is c's second Close")
+
+	mock.Add(time.Minute)
+	assert.Equal(t, 0, h.Advance(), "a closed conn's timer fired")
+	_, err := conn.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, net.ErrClosed, "Read after Close")
+	assert.NotErrorIs(t, err, os.ErrDeadlineExceeded, "Read after Close")
+	other.Stop()
+}
+
+func TestIdleConn_PeerClosed(t *testing.T) {
+	h, mock := newMockHierarchy(t)
+	server, client := tcpPair(t)
+	watchdog(t, 10*time.Second, "Read seeing the peer close", server, client)
+	conn := h.IdleConn(server, time.Minute).(idleConn)
+	deadline := conn.IdleDeadline()
+
+	send(t, client, "bye")
+	require.NoError(t, client.Close())
+	mock.Add(time.Second)
+	data, err := io.ReadAll(conn) // reads to io.EOF
+	assert.NoError(t, err)
+	assert.Equal(t, "bye", string(data))
+	assert.Equal(t, mock.Now().Add(time.Minute), conn.IdleDeadline(), "the Read of bye re-arms")
+	assert.NotEqual(t, deadline, conn.IdleDeadline())
+	n, err := conn.Read(make([]byte, 1))
+	assert.Equal(t, 0, n)
+	assert.Equal(t, io.EOF, err, "io.EOF passes through unchanged")
+	assert.Equal(t, 1, h.Len(), "armed until Close")
+
+	assert.NoError(t, conn.Close())
+	assert.Equal(t, 0, h.Len(), "Close releases the timer")
+}
+
+// TestIdleConn_OtherMethods checks that what IdleConn does not change is
+// c's: addresses, deadlines (a read deadline times out a Read without
+// closing the conn), and NetConn gives c back.
+func TestIdleConn_OtherMethods(t *testing.T) {
+	h, _ := newMockHierarchy(t)
+	server, client := tcpPair(t)
+	conn := h.IdleConn(server, time.Minute).(idleConn)
+	assert.Same(t, server, conn.NetConn())
+	assert.Equal(t, server.LocalAddr(), conn.LocalAddr())
+	assert.Equal(t, server.RemoteAddr(), conn.RemoteAddr())
+
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Millisecond)))
+	_, err := conn.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	require.NoError(t, conn.SetDeadline(time.Time{}))
+	send(t, client, "after")
+	receive(t, conn, "after") // still open
+	assert.Equal(t, 1, h.Len())
+}
+
+func TestIdleListener(t *testing.T) {
+	h, mock := newMockHierarchy(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	il := h.IdleListener(ln, time.Second)
+	defer il.Close()
+	assert.Equal(t, ln.Addr(), il.Addr())
+
+	var clients []net.Conn
+	for range 3 {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), 10*time.Second)
+		require.NoError(t, err)
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	watchdog(t, 10*time.Second, "Accept of a dialled connection", il, clients[0], clients[1], clients[2])
+	var conns []net.Conn
+	for range clients {
+		c, err := il.Accept()
+		require.NoError(t, err)
+		defer c.Close()
+		_, ok := c.(idleConn)
+		require.True(t, ok, "Accept returned a %T, not an idle conn", c)
+		conns = append(conns, c)
+	}
+	assert.Equal(t, len(clients), h.Len())
+
+	// One heartbeats; the others are closed a second after Accept.
+	mock.Add(500 * time.Millisecond)
+	send(t, clients[0], "x")
+	receive(t, conns[0], "x")
+	mock.Add(500 * time.Millisecond)
+	assert.Equal(t, 2, h.Advance())
+	_, err = conns[1].Read(make([]byte, 1))
+	assertTimeout(t, err, "read")
+	mock.Add(500 * time.Millisecond)
+	assert.Equal(t, 1, h.Advance())
+
+	// Accept's errors are the listener's.
+	require.NoError(t, il.Close())
+	_, err = il.Accept()
+	assert.ErrorIs(t, err, net.ErrClosed)
+}
+
+func TestIdleConn_BadInput(t *testing.T) {
+	h, _ := newMockHierarchy(t)
+	server, _ := tcpPair(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	for _, idle := range []time.Duration{0, -time.Second} {
+		assert.PanicsWithValue(t, "timingwheel: IdleConn called with idle "+idle.String()+"; it must be positive",
+			func() { h.IdleConn(server, idle) })
+		assert.PanicsWithValue(t, "timingwheel: IdleListener called with idle "+idle.String()+"; it must be positive",
+			func() { h.IdleListener(ln, idle) })
+	}
+	assert.PanicsWithValue(t, "timingwheel: IdleConn called with a nil net.Conn", func() { h.IdleConn(nil, time.Second) })
+	assert.PanicsWithValue(t, "timingwheel: IdleListener called with a nil net.Listener", func() { h.IdleListener(nil, time.Second) })
+	var nilH *timingwheel.Hierarchy
+	assert.PanicsWithValue(t, "timingwheel: IdleConn called on a nil Hierarchy", func() { nilH.IdleConn(server, time.Second) })
+	assert.Equal(t, 0, h.Len(), "a panicking call armed a timer")
+}
+
+// TestIdleConn_RealClock runs the driver on the real clock: the close comes
+// at or after the deadline the last Read set, and soon after it.
+func TestIdleConn_RealClock(t *testing.T) {
+	h, err := timingwheel.New()
+	require.NoError(t, err)
+	h.Start()
+	defer h.Stop()
+	server, client := tcpPair(t)
+	watchdog(t, 20*time.Second, "the close of an idle conn by the driver", server, client)
+	const idle = 100 * time.Millisecond
+	conn := h.IdleConn(server, idle).(idleConn)
+
+	buf := make([]byte, 1)
+	var deadline time.Time
+	for range 3 {
+		sent := time.Now()
+		send(t, client, "x")
+		_, err := conn.Read(buf)
+		require.NoError(t, err)
+		deadline = conn.IdleDeadline()
+		require.False(t, deadline.Before(sent.Add(idle)), "deadline %v is less than idle after the data was sent", deadline.Sub(sent))
+		time.Sleep(idle / 2)
+	}
+	_, err = conn.Read(buf)
+	closed := time.Now()
+	assertTimeout(t, err, "read")
+	assert.False(t, closed.Before(deadline), "closed %v before its deadline", deadline.Sub(closed))
+	late := closed.Sub(deadline)
+	t.Logf("the blocked Read returned %v after the deadline", late)
+	assert.Less(t, late, 5*time.Second, "generous bound: a tick plus the driver's and the reader's wake-up")
+	assert.Equal(t, 0, h.Len())
+}
+
+// TestIdleConn_Concurrent reads, writes and closes conns from several
+// goroutines while the driver times some of them out, with idle times of a
+// few milliseconds so that Reads that re-arm race with the expiry and with
+// Close. Whatever wins, every error is a timeout or a closed conn, and once
+// all are closed the hierarchy holds no timer.
+func TestIdleConn_Concurrent(t *testing.T) {
+	h, err := timingwheel.New()
+	require.NoError(t, err)
+	h.Start()
+	defer h.Stop()
+	const n = 24
+	var wg sync.WaitGroup
+	var timedOut, closed atomic.Int64 // readers' ends, to see both happen
+	errs := make(chan error, 4*n)
+	for i := range n {
+		server, client := tcpPair(t)
+		rng := rand.New(rand.NewPCG(uint64(i), 1))
+		idle := time.Duration(2+rng.IntN(10)) * time.Millisecond
+		conn := h.IdleConn(server, idle)
+		closeAfter := time.Duration(rng.IntN(60)) * time.Millisecond
+		wg.Go(func() { // the peer: heartbeats at random gaps, some too long
+			rng := rand.New(rand.NewPCG(uint64(i), 2))
+			for {
+				time.Sleep(time.Duration(rng.Int64N(int64(idle))) * 3 / 2)
+				if _, err := client.Write([]byte("x")); err != nil {
+					return
+				}
+			}
+		})
+		for range 2 { // two readers
+			wg.Go(func() {
+				buf := make([]byte, 1)
+				for {
+					if _, err := conn.Read(buf); err != nil {
+						switch {
+						case errors.Is(err, os.ErrDeadlineExceeded):
+							timedOut.Add(1)
+						case errors.Is(err, net.ErrClosed):
+							closed.Add(1)
+						default:
+							errs <- err
+						}
+						return
+					}
+				}
+			})
+		}
+		wg.Go(func() { // a writer
+			rng := rand.New(rand.NewPCG(uint64(i), 3))
+			for {
+				if _, err := conn.Write([]byte("y")); err != nil {
+					if !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, net.ErrClosed) {
+						errs <- err
+					}
+					return
+				}
+				time.Sleep(time.Duration(rng.IntN(4000)) * time.Microsecond)
+			}
+		})
+		wg.Go(func() { // and Close, racing with it all
+			time.Sleep(closeAfter)
+			conn.Close()
+			client.Close()
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("readers, writers or closers still running after 20s")
+	}
+	t.Logf("readers ended by the timeout: %d, by Close: %d", timedOut.Load(), closed.Load())
+	close(errs)
+	for err := range errs {
+		t.Errorf("unexpected error: %v", err)
+	}
+	assert.Equal(t, 0, h.Len(), "timers left armed after every conn was closed")
+}
+
+// TestIdleConn_ReadAllocs checks that a Read that re-arms allocates nothing,
+// with the timer far off (re-armed without the hierarchy's lock) and near.
+func TestIdleConn_ReadAllocs(t *testing.T) {
+	for _, idle := range []time.Duration{time.Hour, 100 * time.Millisecond} {
+		t.Run("idle="+idle.String(), func(t *testing.T) {
+			h, err := timingwheel.New()
+			require.NoError(t, err)
+			server, client := tcpPair(t)
+			watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
+			conn := h.IdleConn(server, idle).(idleConn)
+			const runs = 500
+			send(t, client, string(make([]byte, 2*8*(runs+1)))) // more than the Reads take
+			buf := make([]byte, 8)
+			before := conn.IdleDeadline()
+			allocs := testing.AllocsPerRun(runs, func() {
+				if n, err := conn.Read(buf); n == 0 || err != nil {
+					panic("a Read of buffered data returned nothing")
+				}
+			})
+			assert.Zero(t, allocs, "allocations per Read that re-arms")
+			assert.True(t, conn.IdleDeadline().After(before), "the Reads did not re-arm")
+		})
+	}
+}
+
+// BenchmarkIdleConn_Read compares what a Read costs with the idle timeout
+// kept by IdleConn and by SetReadDeadline before every Read, against a
+// plain Read; a goroutine keeps the socket full.
+func BenchmarkIdleConn_Read(b *testing.B) {
+	const idle = 30 * time.Second
+	h, err := timingwheel.New()
+	require.NoError(b, err)
+	h.Start()
+	defer h.Stop()
+	for _, impl := range []string{"plain", "idleconn", "setreaddeadline"} {
+		b.Run("read="+impl, func(b *testing.B) {
+			server, client := tcpPair(b)
+			go func() {
+				chunk := make([]byte, 64<<10)
+				for {
+					if _, err := client.Write(chunk); err != nil {
+						return
+					}
+				}
+			}()
+			defer client.Close()
+			conn := server
+			if impl == "idleconn" {
+				conn = h.IdleConn(server, idle)
+				defer conn.Close()
+			}
+			buf := make([]byte, 64)
+			b.ReportAllocs()
+			for b.Loop() {
+				if impl == "setreaddeadline" {
+					conn.SetReadDeadline(time.Now().Add(idle))
+				}
+				if _, err := conn.Read(buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// manualClock is a clock moved only by Add, without clock.Mock's real
+// sleep on every move; the hierarchy, never Started, reads only Now and
+// Since.
+type manualClock struct {
+	clock.Clock // nil: only Now and Since are implemented
+	mu          sync.Mutex
+	now         time.Time
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+func (c *manualClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// TestIdleConn_ReadRacesCloseAndExpiry aims Close, and the expiry, at a
+// reader that is re-arming the timer all the time: a Read whose data came
+// just before either must not leave the timer armed for a conn that is gone.
+func TestIdleConn_ReadRacesCloseAndExpiry(t *testing.T) {
+	clk := &manualClock{now: time.Unix(1e9, 0)}
+	h, err := timingwheel.New(timingwheel.WithClock(clk))
+	require.NoError(t, err)
+	const idle = time.Second
+	for i := range 100 {
+		server, client := tcpPair(t)
+		conn := h.IdleConn(server, idle)
+		go func() { // keep the reader busy for a while
+			chunk := make([]byte, 4<<10)
+			for range 64 {
+				if _, err := client.Write(chunk); err != nil {
+					return
+				}
+			}
+		}()
+		readerDone := make(chan error, 1)
+		go func() {
+			buf := make([]byte, 256)
+			for {
+				if _, err := conn.Read(buf); err != nil {
+					readerDone <- err
+					return
+				}
+			}
+		}()
+		time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
+		byClose := i%2 == 0
+		if byClose {
+			require.NoError(t, conn.Close())
+		} else {
+			// Fire the timeout: the reader keeps re-arming it idle from
+			// now, so move the clock on until a firing wins.
+			for fired := 0; fired == 0; fired = h.Advance() {
+				clk.Add(idle)
+			}
+		}
+		select {
+		case err = <-readerDone:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the reader did not return within 10s of the conn being closed", i)
+		}
+		if byClose {
+			assert.ErrorIs(t, err, net.ErrClosed, "round %d", i)
+		} else {
+			assertTimeout(t, err, "read")
+		}
+		client.Close()
+		conn.Close()
+		require.Equal(t, 0, h.Len(), "round %d (closed by %s): the timer of a closed conn is armed",
+			i, map[bool]string{true: "Close", false: "the timeout"}[byClose])
+	}
+}
+
+// pausingConn is a real conn whose Read, once it has data, waits for the
+// test before returning it: the test can then fire the timeout, or Close,
+// exactly between the data's arrival and the re-arming.
+type pausingConn struct {
+	net.Conn
+	gotData chan int      // Read had this much data
+	resume  chan struct{} // ... and may return it
+}
+
+func (c *pausingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.gotData <- n
+		<-c.resume
+	}
+	return n, err
+}
+
+// TestIdleConn_ReadWithDataAtExpiry fires the timeout, and in a second case
+// closes the conn, after c's Read got data but before the wrapper re-arms:
+// the data is returned, the conn stays closed, its timer is not left armed.
+func TestIdleConn_ReadWithDataAtExpiry(t *testing.T) {
+	for _, byClose := range []bool{false, true} {
+		name := map[bool]string{false: "expiry", true: "close"}[byClose]
+		t.Run(name, func(t *testing.T) {
+			h, mock := newMockHierarchy(t)
+			server, client := tcpPair(t)
+			watchdog(t, 10*time.Second, "a Read held between its data and the re-arming returning", server, client)
+			pc := &pausingConn{Conn: server, gotData: make(chan int), resume: make(chan struct{})}
+			const idle = time.Second
+			conn := h.IdleConn(pc, idle)
+
+			type result struct {
+				n   int
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				n, err := conn.Read(make([]byte, 16))
+				done <- result{n, err}
+			}()
+			send(t, client, "late")
+			<-pc.gotData
+			if byClose {
+				require.NoError(t, conn.Close())
+			} else {
+				mock.Add(idle)
+				require.Equal(t, 1, h.Advance())
+			}
+			close(pc.resume)
+			r := <-done
+			assert.Equal(t, 4, r.n, "the data that came just before the close")
+			assert.NoError(t, r.err, "the Read that returns the data")
+			assert.Equal(t, 0, h.Len(), "the Read re-armed the timer of a closed conn")
+
+			_, err := conn.Read(make([]byte, 16))
+			if byClose {
+				assert.ErrorIs(t, err, net.ErrClosed)
+			} else {
+				assertTimeout(t, err, "read")
+			}
+			mock.Add(time.Hour)
+			assert.Equal(t, 0, h.Advance())
+		})
+	}
+}
+
+// instantConn is a conn whose Read returns data at once, so that a
+// benchmark of IdleConn over it measures the wrapper and the re-arming only.
+type instantConn struct{ net.Conn }
+
+func (instantConn) Read(p []byte) (int, error) { return len(p), nil }
+
+// BenchmarkIdleConn_Rearm isolates what keeping the idle timeout costs per
+// Read, without the read itself: IdleConn's Read over a conn that returns
+// at once, against SetReadDeadline alone on a real TCP conn.
+func BenchmarkIdleConn_Rearm(b *testing.B) {
+	const idle = 30 * time.Second
+	h, err := timingwheel.New()
+	require.NoError(b, err)
+	h.Start()
+	defer h.Stop()
+	b.Run("keep=idleconn", func(b *testing.B) {
+		conn := h.IdleConn(instantConn{}, idle) // never closed: it has no Close, and 30s do not pass
+		buf := make([]byte, 64)
+		b.ReportAllocs()
+		for b.Loop() {
+			conn.Read(buf)
+		}
+	})
+	b.Run("keep=setreaddeadline", func(b *testing.B) {
+		server, _ := tcpPair(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			server.SetReadDeadline(time.Now().Add(idle))
+		}
+	})
+}
