@@ -37,8 +37,9 @@ type Timer struct {
 //	p.rto.Reset(rto)
 //
 // An unarmed Timer (stopped, or fired) may be initialized again, to
-// another hierarchy or callback. Init panics if h or f is nil, or if t is
-// armed.
+// another hierarchy or callback. Unlike the other methods, Init must not
+// run concurrently with any other method of the same Timer: initialize a
+// timer before sharing it. Init panics if h or f is nil, or if t is armed.
 func (t *Timer) Init(h *Hierarchy, f func()) *Timer {
 	if h == nil || h.shards == nil {
 		panic("timingwheel: Timer.Init called with a nil or zero Hierarchy")
