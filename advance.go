@@ -54,7 +54,10 @@ func (h *Hierarchy) endAdvance(target int64) {
 	for _, s := range h.shards {
 		s.lock()
 		if target > s.now.Load() {
-			s.collectLocked(target) // nothing is due by target: this only moves now
+			// Usually this only moves now. After a callback panicked, or
+			// for a timer armed meanwhile into a shard that was behind,
+			// what is due lands on the firing list, for the next Advance.
+			s.collectLocked(target)
 		}
 		s.advancing = false
 		s.mu.Unlock()

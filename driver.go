@@ -83,7 +83,9 @@ func (h *Hierarchy) idle() {
 	}
 	// From here on an arming wakes the driver, so a timer armed while the
 	// shards are counted is not slept through.
-	dr.sleepUntil.Store(idleSleep)
+	if !dr.sleepUntil.CompareAndSwap(s, idleSleep) {
+		return // an arming lowered it (and signalled): the driver re-plans
+	}
 	for _, sh := range h.shards {
 		sh.lock()
 		n := sh.count
@@ -184,7 +186,15 @@ func (h *Hierarchy) drive(stop <-chan struct{}, wake <-chan struct{}, done chan<
 			}
 			e, ok = e2, true
 		}
-		if ok && !h.sleepUntilTick(e) {
+		if !ok {
+			// Nothing armed: no clock timer may be left from an earlier
+			// sleep, or it would wake the driver for nothing.
+			dr.mu.Lock()
+			if dr.timer != nil && dr.sleepUntil.Load() == idleSleep {
+				dr.timer.Stop()
+			}
+			dr.mu.Unlock()
+		} else if !h.sleepUntilTick(e) {
 			continue // due already
 		}
 		select {

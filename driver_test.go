@@ -202,3 +202,21 @@ func TestDriver_StopOfLastTimerStopsClockTimer(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	assert.Equal(t, before, clk.reads.Load(), "the driver woke after its last timer was stopped")
 }
+
+// TestDriver_LastTimerStoppedWhileAwake: the driver sleeps until a timer a
+// second away, is woken for a timer due now, whose callback stops the
+// first: with nothing armed it must not wake at the second either.
+func TestDriver_LastTimerStoppedWhileAwake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, clk := startCounting(t)
+		far := h.AfterFunc(time.Second, func() { t.Error("stopped timer fired") })
+		synctest.Wait() // asleep until 1s
+		h.AfterFunc(0, func() { far.Stop() })
+		synctest.Wait() // woken, fired, asleep with nothing armed
+		require.Equal(t, 0, h.Len())
+		before := clk.reads.Load()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, before, clk.reads.Load(), "the driver woke with nothing armed")
+	})
+}

@@ -88,7 +88,7 @@ func TestLate_BurstSortedInBatches(t *testing.T) {
 
 // TestLate_OrderOfPastDeadlines: past deadlines armed in any order fire in
 // deadline order, before the timers due now, also when a burst is larger
-// than a batch and when the clock went backwards in between.
+// than a batch.
 func TestLate_OrderOfPastDeadlines(t *testing.T) {
 	h, clk := newFake(t, WithShards(3))
 	roundRobin(h)

@@ -24,13 +24,18 @@ type level struct {
 	last  int64   // last tick of the revolution that contains now
 	slots []Timer // list sentinels
 	occ   []uint64
+
+	// Levels of different shards are written by different cores: keep
+	// each on cache lines of its own (with its occupancy words, which
+	// newLevel allocates at least a line of).
+	_ [56]byte
 }
 
 func newLevel(index, n int, width int64) *level {
 	l := &level{
 		width: width,
 		slots: make([]Timer, n),
-		occ:   make([]uint64, (n+63)/64),
+		occ:   make([]uint64, (n+63)/64, max((n+63)/64, 8)), // at least a cache line
 	}
 	if width <= math.MaxInt64/int64(n) {
 		l.span = width * int64(n)

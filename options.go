@@ -109,8 +109,10 @@ func WithShards(n int) Option {
 // arming, Stop and Reset returning true mean the old callback never runs,
 // and Advance returns after every due callback has run. A callback that
 // panics still makes Advance panic, on its caller's goroutine, after the
-// other shards are done; the timers left due fire on the next Advance.
-// Callbacks must then be safe to run concurrently with each other.
+// other shards are done, with the panic's value (its stack is lost; if
+// callbacks of several shards panic, only the first value is raised); the
+// timers left due fire on the next Advance. Callbacks must then be safe to
+// run concurrently with each other.
 func WithParallelCallbacks() Option {
 	return optionFunc(func(c *config) error {
 		c.parallel = true

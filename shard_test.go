@@ -338,3 +338,17 @@ func TestShards_Default(t *testing.T) {
 		assert.ErrorIs(t, err, ErrInvalidConfig, fmt.Sprint(n))
 	}
 }
+
+// TestTimer_DeadlineBeforeFirstArming: a timer bound by Init and never
+// armed since has the zero deadline, also after a second Init.
+func TestTimer_DeadlineBeforeFirstArming(t *testing.T) {
+	h, _ := newFake(t)
+	var tm Timer
+	tm.Init(h, func() {})
+	assert.True(t, tm.Deadline().IsZero())
+	tm.Reset(time.Second)
+	assert.Equal(t, h.origin.Add(time.Second), tm.Deadline())
+	tm.Stop()
+	tm.Init(h, func() {})
+	assert.True(t, tm.Deadline().IsZero(), "after Init again")
+}

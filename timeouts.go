@@ -29,8 +29,11 @@ import (
 // Timeouts is safe for concurrent use by multiple goroutines. It keeps its
 // timers by value in its own storage, one per key, and reuses the storage
 // of keys that expired or were removed: adding a key and re-arming it
-// allocate nothing once the set has held as many keys before. Create one
-// with [NewTimeouts]; the zero value is not usable.
+// allocate nothing once the set has held as many keys before. That storage
+// is kept for reuse, not returned to the heap, when the set shrinks; about
+// 70 bytes per int key at the set's largest. A set holds at most about
+// 268 million keys (2^24 per each of its 16 shards); Add panics beyond.
+// Create one with [NewTimeouts]; the zero value is not usable.
 type Timeouts[K comparable] struct {
 	h       *Hierarchy
 	expired func(K)

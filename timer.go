@@ -57,6 +57,7 @@ func (t *Timer) Init(h *Hierarchy, f func()) *Timer {
 	}
 	t.sh, t.f = h.pickShard(), f
 	t.filed.Store(unarmed)
+	t.when.Store(neverArmed)
 	return t
 }
 
@@ -173,8 +174,9 @@ func (t *Timer) resetTo(s *shard, w int64) bool {
 	s.lock()
 	f := t.filed.Load()
 	if f == d && f > s.now.Load() {
-		// Re-armed for the tick it is filed under, in a wheel slot: only
-		// the deadline changes, the timer stays where it is.
+		// Re-armed for the tick it is filed under, which is after now: in
+		// a wheel slot, or on the late list of a shard behind the running
+		// Advance. Only the deadline changes; the timer stays where it is.
 		t.when.Store(w)
 		s.mu.Unlock()
 		return true
