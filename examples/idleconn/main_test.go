@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/timingwheel/timingwheel"
 )
 
@@ -123,6 +124,104 @@ func TestRun(t *testing.T) {
 	if !strings.Contains(out.String(), "result                 OK") {
 		t.Errorf("the report does not say OK")
 	}
+
+	// The hierarchy's own account agrees with the demo's: each idle close
+	// was one firing, each accepted connection (the outside one too)
+	// started a timer, and the heartbeating ones are still armed.
+	st := rep.Wheel
+	if st == nil {
+		t.Fatal("the wheel-mode report has no h.Stats()")
+	}
+	if want := uint64(rep.SilentClosed + rep.Outside.TimedOut); st.Fired != want {
+		t.Errorf("h.Stats().Fired = %d, want one per idle close (%d)", st.Fired, want)
+	}
+	if least := uint64(rep.Conns + rep.Outside.Conns); st.Started < least {
+		t.Errorf("h.Stats().Started = %d, want at least one per connection (%d)", st.Started, least)
+	}
+	if want := rep.Conns - rep.Silent; st.Armed != want {
+		t.Errorf("h.Stats().Armed = %d, want one per heartbeating client (%d)", st.Armed, want)
+	}
+	var counted uint64
+	for _, c := range st.Lateness {
+		counted += c
+	}
+	if counted != st.Fired || st.MaxLateness <= 0 {
+		t.Errorf("lateness histogram holds %d firings (want %d), max %v (want > 0)", counted, st.Fired, st.MaxLateness)
+	}
+	for _, want := range []string{"\n  wheel lateness         p50 ≤", "\n  wheel timers           ", "due tick to the Advance"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report does not say %q", want)
+		}
+	}
+}
+
+// TestReport_WheelStats checks the rows printed from h.Stats(), on a
+// hierarchy driven by a mock clock so that every number is known: ten
+// timers fire 10ms to 19ms late, one is stopped, one stays armed.
+func TestReport_WheelStats(t *testing.T) {
+	mock := clock.NewMock()
+	h, err := timingwheel.New(timingwheel.WithClock(mock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		h.AfterFunc(time.Duration(i+1)*time.Millisecond, func() {})
+	}
+	h.AfterFunc(time.Hour, func() {}).Stop()
+	h.AfterFunc(time.Hour, func() {})
+	before := h.Stats()
+	mock.Add(20 * time.Millisecond)
+	if n := h.Advance(); n != 10 {
+		t.Fatalf("Advance ran %d callbacks, want 10", n)
+	}
+	st := h.Stats()
+
+	rep := &report{Mode: modeWheel, Wheel: &st}
+	var out strings.Builder
+	rep.print(&out)
+	t.Log(out.String())
+	for _, want := range []string{
+		// The median is in the bucket below 16.384ms; p99 is capped at the max.
+		"\n  wheel lateness         p50 ≤16.384ms  p99 ≤19ms  max 19ms, from each timer's due tick to the Advance that ran it (h.Stats)\n",
+		"\n                         closing lateness also counts the rounding up to the tick",
+		"\n  wheel timers           1 armed at the end; since New: 12 started, 10 fired, 1 stopped (h.Stats)\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report does not say %q", want)
+		}
+	}
+
+	// A progress line's quantile covers only what fired since the last.
+	if sec := latenessSince(before, st); sec.Fired != 10 || sec.LatenessQuantile(0.99) != 19*time.Millisecond {
+		t.Errorf("since the first snapshot: %d fired, p99 %v; want 10 and 19ms", sec.Fired, sec.LatenessQuantile(0.99))
+	}
+	if sec := latenessSince(st, st); sec.Fired != 0 || sec.LatenessQuantile(0.99) != 0 {
+		t.Errorf("since itself: %d fired, p99 %v; want 0 and 0", sec.Fired, sec.LatenessQuantile(0.99))
+	}
+
+	// Deadline mode has no hierarchy, and no such rows.
+	out.Reset()
+	(&report{Mode: modeDeadline}).print(&out)
+	if strings.Contains(out.String(), "wheel") {
+		t.Errorf("a deadline-mode report mentions the wheel:\n%s", out.String())
+	}
+}
+
+func TestBound(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{time.Microsecond, "≤1µs"},
+		{1024 * time.Microsecond, "≤1.024ms"},
+		{16384 * time.Microsecond, "≤16.384ms"},
+		{1234567 * time.Nanosecond, "≤1.23ms"}, // the max, not a bucket's bound
+		{19 * time.Millisecond, "≤19ms"},
+	} {
+		if got := bound(tt.d); got != tt.want {
+			t.Errorf("bound(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
 }
 
 // TestRun_Deadline runs the same workload on read deadlines instead of the
@@ -154,6 +253,9 @@ func TestRun_Deadline(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "mode deadline") || !strings.Contains(out.String(), "SetReadDeadline") {
 		t.Errorf("the report does not say it ran on read deadlines")
+	}
+	if rep.Wheel != nil {
+		t.Errorf("a deadline-mode run reports h.Stats(): %+v", rep.Wheel)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/timingwheel/timingwheel"
 )
 
 // report is what a run measured and what it found wrong.
@@ -34,6 +36,10 @@ type report struct {
 	FirstClientErr     error
 
 	Lateness []time.Duration // per idle close of a demo client: seen by its reader minus its deadline, sorted
+
+	// Wheel is the hierarchy's own account, from h.Stats() at the end of
+	// the run (before the teardown closes the rest): nil in deadline mode.
+	Wheel *timingwheel.Stats
 
 	Outside outsideReport
 
@@ -212,6 +218,15 @@ func (r *report) print(w io.Writer) {
 				ms(percentile(r.Lateness, 0.50)), ms(percentile(r.Lateness, 0.99)), ms(r.Lateness[n-1]), ms(r.Lateness[0]))
 		}
 	}
+	if st := r.Wheel; st != nil {
+		if st.Fired > 0 {
+			row("wheel lateness", "p50 %s  p99 %s  max %v, from each timer's due tick to the Advance that ran it (h.Stats)",
+				bound(st.LatenessQuantile(0.50)), bound(st.LatenessQuantile(0.99)), ms(st.MaxLateness))
+			row("", "closing lateness also counts the rounding up to the tick, the close and the reader's wake-up")
+		}
+		row("wheel timers", "%d armed at the end; since New: %d started, %d fired, %d stopped (h.Stats)",
+			st.Armed, st.Started, st.Fired, st.Stopped)
+	}
 	if r.ProcessCPU > 0 {
 		whose := "user+sys of the whole process"
 		if r.Conns > 0 {
@@ -327,6 +342,32 @@ func printComparison(w io.Writer, reps []*report) {
 		}
 		return "OK"
 	})
+}
+
+// bound shows a quantile from [timingwheel.Stats.LatenessQuantile]: an
+// upper bound, the bound of its histogram bucket (a power of two
+// microseconds, shown exactly) or the largest lateness seen.
+func bound(d time.Duration) string {
+	for i := range timingwheel.LatenessBuckets {
+		if b := timingwheel.LatenessBound(i); d == b {
+			return "≤" + d.String()
+		} else if b > d {
+			break
+		}
+	}
+	return "≤" + ms(d).String()
+}
+
+// latenessSince returns cur with the lateness histogram of only the timers
+// fired since prev, for quantiles over that interval. Its MaxLateness is
+// still cur's, since New: the quantiles stay upper bounds.
+func latenessSince(prev, cur timingwheel.Stats) timingwheel.Stats {
+	d := cur
+	for i := range d.Lateness {
+		d.Lateness[i] -= prev.Lateness[i]
+	}
+	d.Fired -= prev.Fired
+	return d
 }
 
 // ms rounds a duration for display: to 10µs below 10ms, to 1ms above.

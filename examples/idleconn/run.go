@@ -530,6 +530,10 @@ func run(ctx context.Context, cfg config) (*report, error) {
 	}
 	last, lastBeats := start, srv.heartbeats.Load()
 	startBeats := lastBeats
+	var lastStats timingwheel.Stats
+	if h != nil {
+		lastStats = h.Stats()
+	}
 loop:
 	for {
 		select {
@@ -544,7 +548,15 @@ loop:
 				now.Sub(start).Seconds(), srv.open.Load(),
 				float64(beats-lastBeats)/now.Sub(last).Seconds(), srv.timedOut.Load())
 			if h != nil {
-				line += fmt.Sprintf("  wheel.Len %6d", h.Len())
+				// The wheel's lateness over this second alone: the
+				// difference of two snapshots of its histogram.
+				st := h.Stats()
+				late := "-"
+				if sec := latenessSince(lastStats, st); sec.Fired > 0 {
+					late = bound(sec.LatenessQuantile(0.99))
+				}
+				line += fmt.Sprintf("  wheel.Len %6d  late p99 %9s", st.Armed, late) // Armed is Len
+				lastStats = st
 			}
 			fmt.Fprintln(progress, line)
 			last, lastBeats = now, beats
@@ -552,6 +564,10 @@ loop:
 	}
 	end := time.Now()
 	rep.Elapsed = end.Sub(start)
+	if h != nil {
+		st := h.Stats() // before the teardown closes (and so stops) the rest
+		rep.Wheel = &st
+	}
 	if cpu1, ok := processCPU(); ok && cpuOK {
 		rep.ProcessCPU = cpu1 - cpu0
 	}
