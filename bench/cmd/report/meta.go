@@ -25,7 +25,10 @@ func machineMeta(root, benchDir string) meta {
 		"go":     output(benchDir, "go", "version"),
 		"commit": output(root, "git", "rev-parse", "--short", "HEAD"),
 	}
-	if output(root, "git", "status", "--porcelain", "--untracked-files=no") != "" {
+	// What a run writes (the page, its plots, the raw results) does not make
+	// the measured code differ from the commit.
+	if output(root, "git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+		":(exclude)docs/benchmarks.md", ":(exclude)docs/*.png", ":(exclude)bench/results") != "" {
 		m["commit"] += " (with uncommitted changes)"
 	}
 	m["cpu-model"] = procField("/proc/cpuinfo", "model name")
