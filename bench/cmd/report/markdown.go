@@ -90,6 +90,14 @@ func (m meta) markdown(res results, tables map[string]string, plots map[string]s
 	}
 	d.allResults()
 	d.wakeups()
+	if len(res.logs) > 0 {
+		p("## Notes the benchmarks logged\n\n")
+		p("Conditions a benchmark noticed during the run that make its sample less clean:\n\n")
+		for _, l := range res.logs {
+			p("- %s\n", l)
+		}
+		p("\n")
+	}
 
 	p("## benchstat\n\n")
 	p("`benchstat -col /impl -filter .name:<family>` on the raw output (for the connection benchmarks,\n")
@@ -575,14 +583,17 @@ func (d *doc) methods() {
 	p("  where no earlier benchmark grew the runtime's timer heaps (they keep their capacity). Their\n")
 	p("  ns/op, B/op and allocs/op count the arming and the GCs; ignore them.\n")
 	p("- **Expiry**: 10^6 timers with deadlines uniform over one second, starting 2 s after arming begins\n")
-	p("  (so arming is done first), real clock. `fire-cpu-sec/op` is process CPU from the end of arming\n")
-	p("  until the last callback; `wall-sec/op` is from the first deadline to the last callback (1 s is\n")
-	p("  ideal); `max-goroutines` is sampled every 5 ms. `state=cold` is the first mass expiry in a fresh\n")
-	p("  process, `state=warm` the second in the same process, which reuses the goroutine structures the\n")
+	p("  (6 s for go-zero, which arms more slowly), so that arming is done first; real clock.\n")
+	p("  `fire-cpu-sec/op` is process CPU from the end of arming until the last callback; `wall-sec/op`\n")
+	p("  is from the first deadline to the last callback (1 s is ideal); `max-goroutines` is sampled every\n")
+	p("  5 ms. `state=cold` is the first mass expiry in a fresh process, `state=warm` the second in the\n")
+	p("  same process, which reuses the goroutine structures the\n")
 	p("  first one left.\n")
 	p("- **SlowExpiry**: 10^5 timers due within one second whose callback burns 2 µs of CPU (calibrated\n")
 	p("  with the thread's CPU clock); see the mass expiry section.\n")
-	p("- **Stall**: see the pauses section. Its ns/op counts arming the N timers; ignore it.\n")
+	p("- **Stall**: see the pauses section. Its ns/op counts arming the N timers; ignore it. When no\n")
+	p("  arm + Stop overlapped the call (at GOMAXPROCS=1 the timing goroutine may not run during it), its\n")
+	p("  waits are reported as 0.\n")
 	p("- **Advance** (timingwheel only) `ns/timer`: 10^3 or 10^6 timers 30–60 s out on a fake clock, then\n")
 	p("  only the Advance calls are timed. `drive=jump`: `clock.Mock.Add` past every deadline (untimed),\n")
 	p("  then one Advance. `drive=next`: step a fake clock to each `h.Next()` and Advance there, as the\n")

@@ -26,6 +26,7 @@ type results struct {
 	config   map[string]string // goos, cpu, ... as go test printed them
 	wakeups  []wakeup
 	skipped  []string // why a benchmark size did not run, one per distinct reason
+	logs     []string // what benchmarks logged (b.Logf): "name: message"
 	rawRel   string   // the results file, relative to the repository root
 }
 
@@ -37,12 +38,25 @@ var (
 	benchLine  = regexp.MustCompile(`^(Benchmark\S+?)(?:-(\d+))?\s+\d+\s+(.+)$`)
 	wakeupLine = regexp.MustCompile(`impl=(\S+) scenario=(\S+) window=(\S+) wakeups=(\d+) clock-calls=(\d+) note="(.*)"`)
 	configLine = regexp.MustCompile(`^([a-z]\S*): (.*)$`)
+	benchHead  = regexp.MustCompile(`^--- (?:BENCH|FAIL|SKIP): (\S+)`)
+	logLine    = regexp.MustCompile(`^\S+_test\.go:\d+: (.*)$`)
 )
 
 func parse(data string) results {
 	res := results{samples: map[string]map[string]map[string][]float64{}, config: map[string]string{}}
+	logging := "" // the benchmark whose log lines follow
 	for line := range strings.Lines(data) {
+		indented := strings.HasPrefix(line, " ")
 		line = strings.TrimSpace(line)
+		if m := benchHead.FindStringSubmatch(line); m != nil {
+			logging = m[1]
+			continue
+		}
+		if m := logLine.FindStringSubmatch(line); m != nil && indented && logging != "" {
+			res.logs = append(res.logs, strings.TrimPrefix(logging, "Benchmark")+": "+m[1])
+			continue
+		}
+		logging = ""
 		if m := configLine.FindStringSubmatch(line); m != nil {
 			res.config[m[1]] = m[2]
 			continue
