@@ -1,17 +1,29 @@
 // Package bench compares package timingwheel side by side with Go's runtime
-// timers (time.AfterFunc) and go-zero's collection.TimingWheel.
+// timers (time.AfterFunc, time.Timer, net.Conn deadlines) and go-zero's
+// collection.TimingWheel.
 //
 // It is a separate module so that the library's own go.mod stays free of the
-// comparison libraries. Everything lives in the _test.go files; run
-//
-//	cd bench && GOMAXPROCS=2 go test -run='^$' -bench=. -count=5
-//
-// or let cmd/report run them and write docs/benchmarks.md:
+// comparison libraries. Everything lives in the _test.go files. The full run,
+// which also writes docs/benchmarks.md and its plots, is one command:
 //
 //	cd bench && go run ./cmd/report
 //
-// Benchmark names are key=value (impl=wheel|runtime|gozero, live=N, ...) so
+// It runs each group of benchmarks in its own go test process, six rounds,
+// some at -cpu 1,2; see cmd/report for the groups. To run one benchmark by
+// hand, for example:
+//
+//	cd bench && go test -run='^$' -bench='^BenchmarkArmStopParallel$' -cpu 1,2 -count=6
+//
+// The heap and expiry benchmarks take one measurement per process and are
+// meant for -benchtime=1x.
+//
+// Benchmark names are key=value (impl=wheel|runtime|..., live=N, ...) so
 // that benchstat can put the implementations side by side:
 //
-//	benchstat -col '/impl@(runtime wheel gozero)' results.txt
+//	benchstat -col /impl results.txt
+//
+// Two files build only with a tag, for library features that not every
+// version has: idleconn_test.go (-tags idleconn, Hierarchy.IdleConn) and
+// parallelcb_test.go (-tags parallelcallbacks). cmd/report adds each tag
+// when its file compiles.
 package bench

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,6 +64,34 @@ func order(n int, random bool) []int32 {
 	return o
 }
 
+// goroutineOrders returns g random orders of 0..n-1, each shuffled with its
+// own seed, for b.RunParallel goroutines that share n timers: each goroutine
+// touches them in an order unrelated to the others', as the goroutines of
+// different connections do. They are built once per process and shared by
+// every benchmark that asks for the same n (4 bytes per index: 64 MB for 16
+// orders of 10^6).
+func goroutineOrders(n, g int) [][]int32 {
+	ordersMu.Lock()
+	defer ordersMu.Unlock()
+	os := ordersByN[n]
+	for i := len(os); i < g; i++ {
+		o := make([]int32, n)
+		for j := range o {
+			o[j] = int32(j)
+		}
+		r := rand.New(rand.NewPCG(7, uint64(i)))
+		r.Shuffle(n, func(a, b int) { o[a], o[b] = o[b], o[a] })
+		os = append(os, o)
+	}
+	ordersByN[n] = os
+	return os[:g]
+}
+
+var (
+	ordersMu  sync.Mutex
+	ordersByN = map[int][][]int32{}
+)
+
 // A subject is one timer implementation with room for n live timers.
 // The loop methods contain the b.Loop / pb.Next loop themselves so that the
 // measured code calls each implementation directly, not through an interface.
@@ -74,12 +103,21 @@ type subject interface {
 	// resetLoop measures re-arming live timer order[i] to heartbeat from now.
 	resetLoop(b *testing.B, order []int32)
 	// resetParallel is resetLoop for one b.RunParallel goroutine, which
-	// starts its walk through order at index i.
-	resetParallel(pb *testing.PB, order []int32, i int)
+	// walks its own order.
+	resetParallel(pb *testing.PB, order []int32)
 	// armAt arms timer i at deadlines[i] with callback f, for every i < n.
 	armAt(deadlines []time.Time, f func())
 	// close stops every timer and the implementation's goroutines.
 	close()
+}
+
+// A parallelChurner is a subject whose churn can run from many goroutines
+// (go-zero's wheel is one goroutine behind a channel; it is not measured so).
+type parallelChurner interface {
+	subject
+	// churnParallel is churnLoop for one b.RunParallel goroutine; i varies
+	// the durations between goroutines.
+	churnParallel(pb *testing.PB, i int)
 }
 
 var impls = []struct {
@@ -132,13 +170,21 @@ func (s *wheelSubject) resetLoop(b *testing.B, order []int32) {
 	}
 }
 
-func (s *wheelSubject) resetParallel(pb *testing.PB, order []int32, i int) {
-	ts := s.timers
+func (s *wheelSubject) resetParallel(pb *testing.PB, order []int32) {
+	ts, i := s.timers, 0
 	for pb.Next() {
 		ts[order[i]].Reset(heartbeat)
 		if i++; i == len(order) {
 			i = 0
 		}
+	}
+}
+
+func (s *wheelSubject) churnParallel(pb *testing.PB, i int) {
+	h := s.h
+	for pb.Next() {
+		h.AfterFunc(farDurations[i&durMask], noop).Stop()
+		i++
 	}
 }
 
@@ -191,13 +237,20 @@ func (s *runtimeSubject) resetLoop(b *testing.B, order []int32) {
 	}
 }
 
-func (s *runtimeSubject) resetParallel(pb *testing.PB, order []int32, i int) {
-	ts := s.timers
+func (s *runtimeSubject) resetParallel(pb *testing.PB, order []int32) {
+	ts, i := s.timers, 0
 	for pb.Next() {
 		ts[order[i]].Reset(heartbeat)
 		if i++; i == len(order) {
 			i = 0
 		}
+	}
+}
+
+func (s *runtimeSubject) churnParallel(pb *testing.PB, i int) {
+	for pb.Next() {
+		time.AfterFunc(farDurations[i&durMask], noop).Stop()
+		i++
 	}
 }
 
@@ -281,8 +334,8 @@ func (s *gozeroSubject) resetLoop(b *testing.B, order []int32) {
 	}
 }
 
-func (s *gozeroSubject) resetParallel(pb *testing.PB, order []int32, i int) {
-	tw, keys := s.tw, s.keys
+func (s *gozeroSubject) resetParallel(pb *testing.PB, order []int32) {
+	tw, keys, i := s.tw, s.keys, 0
 	for pb.Next() {
 		tw.MoveTimer(keys[order[i]], heartbeat)
 		if i++; i == len(order) {

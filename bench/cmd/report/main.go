@@ -1,19 +1,30 @@
-// Command report runs the comparison benchmarks of package bench and writes
-// docs/benchmarks.md: benchstat tables, the ratios against Go's runtime timers
-// for each target of issue 4, the machine and the exact commands, and a plot
-// of churn cost against the number of live timers (docs/churn.png).
+// Command report runs every benchmark of package bench and writes
+// docs/benchmarks.md: what was measured, the numbers (medians, and ratios
+// against Go's runtime timers taken within the same run), the machine, the
+// exact commands, and two plots: churn cost against the number of live
+// timers (docs/churn.png) and throughput at one and two cores
+// (docs/scaling.png).
 //
-// Run it from the bench module:
+// Run it from the bench module; the defaults are the full run:
 //
-//	cd bench && go run ./cmd/report [-count 6] [-bench 'Churn|Reset|Advance'] [-fresh 'Heap|Expiry']
+//	cd bench && go run ./cmd/report
 //
-// It runs -count rounds. Each round is one go test run of the -bench
-// benchmarks with -count=1, then one of the -fresh benchmarks with
-// -count=1 -benchtime=1x. Rounds interleave the samples, so that a slow
-// spell on a shared machine does not fall on one implementation's samples
-// only; and each -fresh sample comes from a fresh process, because the
-// runtime's first 10^6 timers or goroutines in a process cost more than
-// later ones, and users pay for the first.
+// It runs -count rounds. A round is one go test process per group (see
+// groups): the timed groups with -count=1 -benchtime=<-benchtime>, the
+// groups that take one measurement per process with -benchtime=1x. Rounds
+// interleave the samples, so that a slow spell on a shared machine does not
+// fall on one implementation's samples only; and each one-shot sample comes
+// from a fresh process, because the runtime's first 10^6 timers or
+// goroutines in a process cost more than later ones, and users pay for the
+// first. Groups with -cpu 1,2 run every benchmark at GOMAXPROCS=1 and 2.
+//
+// Benchmarks that need a newer library (build tags idleconn,
+// parallelcallbacks) are added when they compile against the library
+// (-tags auto), and left out otherwise; the report says which ran.
+//
+// For a quick check of the whole pipeline (numbers meaningless):
+//
+//	cd bench && go run ./cmd/report -count 1 -benchtime 100x
 //
 // With -in it skips running and rebuilds the documents from saved output.
 // Paths in flags are relative to the repository root.
@@ -24,46 +35,62 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"image/color"
 	"io"
 	"log"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
 )
 
 // benchstatPkg is pinned so that the tables do not change format under us.
 // It is run with "go run pkg@version", which leaves bench/go.mod alone.
 const benchstatPkg = "golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da"
 
-// implOrder is the column order: the runtime is the baseline.
-var implOrder = []string{"runtime", "wheel", "gozero"}
+// A group is one go test process per round.
+type group struct {
+	name  string
+	bench string // -bench regexp
+	cpu   string // -cpu list
+	once  bool   // -benchtime=1x: one measurement per process
+}
+
+// groups is the full run. The one-shot groups that measure heap keep apart
+// what would see the runtime's timer heaps already grown by an earlier
+// benchmark in the same process.
+var groups = []group{
+	{"scaling", `^Benchmark(ArmStopParallel|ResetParallel|TimeoutsParallel|ByValue|Heartbeat|IdleConnRead)$`, "1,2", false},
+	{"single", `^Benchmark(Churn|Reset|ResetAt|Advance)$`, "2", false},
+	{"heap-expiry", `^Benchmark(Heap|Expiry)$`, "2", true},
+	{"heap-keys", `^Benchmark(HeapByValue|HeapPerKey)$`, "2", true},
+	{"heap-conns", `^BenchmarkHeapPerConn$/^impl=(wheel|runtime)$/^api=(SetReadDeadline|Timeouts|Timer|IdleConn)$`, "2", true},
+	{"heap-conns-afterfunc", `^BenchmarkHeapPerConn$/^impl=runtime$/^api=AfterFunc$`, "2", true},
+	{"pauses-1", `^Benchmark(SlowExpiry|Stall)$`, "1", true},
+	{"pauses-2", `^Benchmark(SlowExpiry|Stall)$`, "2", true},
+}
+
+// optionalTags are build tags that add benchmarks of library features that
+// are newer than some library versions.
+var optionalTags = []string{"idleconn", "parallelcallbacks"}
 
 func main() {
 	log.SetFlags(0)
 	log.SetPrefix("report: ")
 	var (
 		count     = flag.Int("count", 6, "rounds, i.e. samples per benchmark (6 is the fewest for which benchstat gives a 95% confidence interval)")
-		bench     = flag.String("bench", "Churn|Reset|Advance", "go test -bench regexp, run once per round")
-		fresh     = flag.String("fresh", "Heap|Expiry", "go test -bench regexp, run once per round with -benchtime=1x")
-		benchtime = flag.String("benchtime", "", "go test -benchtime, if set")
-		procs     = flag.Int("procs", 2, "GOMAXPROCS for the benchmarks")
+		benchtime = flag.String("benchtime", "0.5s", "go test -benchtime of the timed groups")
+		only      = flag.String("groups", "", "run only the groups whose name matches this regexp")
+		tags      = flag.String("tags", "auto", `build tags: "auto" adds each optional tag that compiles, "" none, or a comma-separated list`)
+		procs     = flag.Int("procs", 2, "GOMAXPROCS of the go test processes (-cpu sets it per benchmark)")
 		in        = flag.String("in", "", "read saved results from this file instead of running")
 		raw       = flag.String("raw", "bench/results/latest.txt", "where to save the raw results")
 		md        = flag.String("md", "docs/benchmarks.md", "markdown report to write")
-		png       = flag.String("plot", "docs/churn.png", "churn plot to write")
+		churnPNG  = flag.String("plot", "docs/churn.png", "churn plot to write")
+		scalePNG  = flag.String("scaling-plot", "docs/scaling.png", "scaling plot to write")
 	)
 	flag.Parse()
 
@@ -79,21 +106,26 @@ func main() {
 		return filepath.Join(root, p)
 	}
 
-	// One round: the go test runs that give every benchmark one sample.
-	var round [][]string
-	if *bench != "" {
-		args := []string{"test", "-run=^$", "-bench=" + *bench, "-count=1", "-timeout=60m"}
-		if *benchtime != "" {
-			args = append(args, "-benchtime="+*benchtime)
-		}
-		round = append(round, append(args, "."))
-	}
-	if *fresh != "" {
-		round = append(round, []string{"test", "-run=^$", "-bench=" + *fresh, "-count=1", "-benchtime=1x", "-timeout=60m", "."})
-	}
-	wakeArgs := []string{"test", "-run=^TestWakeups$", "-count=1", "-v", "."}
-
 	if *in == "" {
+		tagList := resolveTags(benchDir, *tags)
+		var round [][]string
+		for _, g := range groups {
+			if *only != "" && !regexp.MustCompile(*only).MatchString(g.name) {
+				continue
+			}
+			args := []string{"test", "-run=^$", "-bench=" + g.bench, "-cpu=" + g.cpu, "-count=1", "-timeout=60m"}
+			if g.once {
+				args = append(args, "-benchtime=1x")
+			} else if *benchtime != "" {
+				args = append(args, "-benchtime="+*benchtime)
+			}
+			if len(tagList) > 0 {
+				args = append(args, "-tags="+strings.Join(tagList, ","))
+			}
+			round = append(round, append(args, "."))
+		}
+		wakeArgs := []string{"test", "-run=^TestWakeups$", "-count=1", "-v", "."}
+
 		m := machineMeta(root, benchDir)
 		m["date"] = time.Now().UTC().Format(time.RFC3339)
 		m["report-command"] = "cd bench && go run ./cmd/report"
@@ -105,16 +137,24 @@ func main() {
 			for i, a := range args {
 				quoted[i] = shellQuote(a)
 			}
-			return fmt.Sprintf("cd bench && GOMAXPROCS=%d go %s", *procs, strings.Join(quoted, " "))
+			return fmt.Sprintf("GOMAXPROCS=%d go %s", *procs, strings.Join(quoted, " "))
 		}
 		var cmds []string
 		for _, args := range round {
-			cmds = append(cmds, strings.TrimPrefix(shell(args), "cd bench && "))
+			cmds = append(cmds, shell(args))
 		}
 		m["bench-command"] = fmt.Sprintf("cd bench && for round in $(seq %d); do %s; done", *count, strings.Join(cmds, "; "))
-		m["wakeups-command"] = shell(wakeArgs)
+		m["wakeups-command"] = "cd bench && " + shell(wakeArgs)
+		m["tags"] = strings.Join(tagList, ",")
+		m["rounds"] = strconv.Itoa(*count)
+		m["benchtime"] = *benchtime
+		m["fd-limit"] = output(root, "sh", "-c", "ulimit -n")
 		*in = abs(*raw)
+		start := time.Now()
 		if err := runAll(benchDir, *in, m, *procs, *count, round, wakeArgs); err != nil {
+			log.Fatal(err)
+		}
+		if err := appendMeta(*in, "duration", time.Since(start).Round(time.Second).String()); err != nil {
 			log.Fatal(err)
 		}
 	} else {
@@ -132,19 +172,27 @@ func main() {
 	res.rawRel, _ = filepath.Rel(root, *in)
 	res.rawRel = filepath.ToSlash(res.rawRel)
 
-	tables, err := benchstatTables(benchDir, *in, res.families)
+	tables, err := benchstatTables(benchDir, *in, res)
 	if err != nil {
 		log.Fatal(err)
 	}
-	plotRel := ""
+	rel := func(png string) string {
+		r, _ := filepath.Rel(filepath.Dir(abs(*md)), abs(png))
+		return filepath.ToSlash(r)
+	}
+	plots := map[string]string{}
 	if len(res.familyKeys("Churn")) > 0 {
-		if err := churnPlot(res, abs(*png)); err != nil {
+		if err := churnPlot(res, abs(*churnPNG)); err != nil {
 			log.Fatal(err)
 		}
-		plotRel, _ = filepath.Rel(filepath.Dir(abs(*md)), abs(*png))
-		plotRel = filepath.ToSlash(plotRel)
+		plots["churn"] = rel(*churnPNG)
 	}
-	doc := parseMeta(string(data)).markdown(res, tables, plotRel)
+	if ok, err := scalingPlot(res, abs(*scalePNG)); err != nil {
+		log.Fatal(err)
+	} else if ok {
+		plots["scaling"] = rel(*scalePNG)
+	}
+	doc := parseMeta(string(data)).markdown(res, tables, plots)
 	if err := os.MkdirAll(filepath.Dir(abs(*md)), 0o755); err != nil {
 		log.Fatal(err)
 	}
@@ -152,6 +200,30 @@ func main() {
 		log.Fatal(err)
 	}
 	log.Printf("wrote %s", *md)
+}
+
+// resolveTags turns the -tags flag into a list; "auto" keeps each optional
+// tag with which the benchmarks compile against this library.
+func resolveTags(benchDir, flagValue string) []string {
+	if flagValue != "auto" {
+		if flagValue == "" {
+			return nil
+		}
+		return strings.Split(flagValue, ",")
+	}
+	var tags []string
+	for _, tag := range optionalTags {
+		cmd := exec.Command("go", "vet", "-tags="+tag, ".")
+		cmd.Dir = benchDir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			log.Printf("leaving out -tags %s: it does not build against this library (%s)", tag, lines[len(lines)-1])
+			continue
+		}
+		log.Printf("adding -tags %s", tag)
+		tags = append(tags, tag)
+	}
+	return tags
 }
 
 // runAll runs the benchmarks and the wake-up count, and saves their output
@@ -192,6 +264,20 @@ func runAll(benchDir, path string, m meta, procs, rounds int, round [][]string, 
 				return err
 			}
 		}
+	}
+	return f.Close()
+}
+
+// appendMeta adds "# key: value" to the end of the results file; parseMeta
+// reads such lines wherever they are.
+func appendMeta(path, key, value string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(f, "# %s: %s\n", key, value); err != nil {
+		f.Close()
+		return err
 	}
 	return f.Close()
 }
@@ -241,146 +327,33 @@ func output(dir string, name string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// Parsing go test -bench output.
-
-const wakeupPrefix = "Wakeups "
-
-// results holds every sample of every metric, keyed by benchmark name with
-// the impl=... element taken out (e.g. "BenchmarkChurn/live=1000"), then
-// impl, then unit.
-type results struct {
-	samples  map[string]map[string]map[string][]float64
-	names    []string          // benchmark keys in first-seen order
-	families []string          // "Churn", "Reset", ... in first-seen order
-	config   map[string]string // goos, cpu, ... as go test printed them
-	procs    string            // GOMAXPROCS, from the -N name suffix
-	wakeups  []wakeup
-	rawRel   string // the results file, relative to the repository root
-}
-
-type wakeup struct {
-	impl, scenario, window, wakeups, calls, note string
-}
-
-var (
-	benchLine  = regexp.MustCompile(`^(Benchmark\S+?)(?:-(\d+))?\s+\d+\s+(.+)$`)
-	wakeupLine = regexp.MustCompile(`impl=(\S+) scenario=(\S+) window=(\S+) wakeups=(\d+) clock-calls=(\d+) note="(.*)"`)
-	configLine = regexp.MustCompile(`^([a-z]\S*): (.*)$`)
-)
-
-func parse(data string) results {
-	res := results{samples: map[string]map[string]map[string][]float64{}, config: map[string]string{}}
-	for line := range strings.Lines(data) {
-		line = strings.TrimSpace(line)
-		if m := configLine.FindStringSubmatch(line); m != nil {
-			res.config[m[1]] = m[2]
-			continue
-		}
-		if strings.HasPrefix(line, wakeupPrefix) {
-			if m := wakeupLine.FindStringSubmatch(line); m != nil {
-				res.wakeups = append(res.wakeups, wakeup{m[1], m[2], m[3], m[4], m[5], m[6]})
-			}
-			continue
-		}
-		m := benchLine.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		key, impl := splitImpl(m[1])
-		if m[2] != "" {
-			res.procs = m[2]
-		}
-		byImpl := res.samples[key]
-		if byImpl == nil {
-			byImpl = map[string]map[string][]float64{}
-			res.samples[key] = byImpl
-			res.names = append(res.names, key)
-			if fam := family(key); !slices.Contains(res.families, fam) {
-				res.families = append(res.families, fam)
-			}
-		}
-		if byImpl[impl] == nil {
-			byImpl[impl] = map[string][]float64{}
-		}
-		f := strings.Fields(m[3])
-		for i := 0; i+1 < len(f); i += 2 {
-			v, err := strconv.ParseFloat(f[i], 64)
-			if err != nil {
-				continue
-			}
-			byImpl[impl][f[i+1]] = append(byImpl[impl][f[i+1]], v)
-		}
-	}
-	return res
-}
-
-// splitImpl takes the impl=X element out of a benchmark name.
-func splitImpl(name string) (key, impl string) {
-	parts := strings.Split(name, "/")
-	kept := parts[:0]
-	for _, p := range parts {
-		if v, ok := strings.CutPrefix(p, "impl="); ok {
-			impl = v
-			continue
-		}
-		kept = append(kept, p)
-	}
-	return strings.Join(kept, "/"), impl
-}
-
-// family is the top-level benchmark name without "Benchmark".
-func family(key string) string {
-	top, _, _ := strings.Cut(key, "/")
-	return strings.TrimPrefix(top, "Benchmark")
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	sort.Float64s(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-}
-
-func (res results) median(key, impl, unit string) float64 {
-	return median(res.samples[key][impl][unit])
-}
-
-// familyKeys returns the benchmark keys of one family, in order.
-func (res results) familyKeys(fam string) []string {
-	var keys []string
-	for _, k := range res.names {
-		if family(k) == fam {
-			keys = append(keys, k)
-		}
-	}
-	return keys
-}
-
-// find returns the first benchmark key with the given prefix.
-func (res results) find(prefix string) string {
-	for _, k := range res.names {
-		if strings.HasPrefix(k, prefix) {
-			return k
-		}
-	}
-	return ""
-}
-
 // benchstat
 
-func benchstatTables(benchDir, in string, families []string) (map[string]string, error) {
+// benchstatArgs are the column options per family: the implementations in
+// implOrder, or for the connection benchmarks, whose rows differ by api and
+// implementation, the apis side by side.
+func benchstatArgs(res results, fam string) []string {
+	switch fam {
+	case "Heartbeat", "HeapPerConn":
+		return []string{"-col", "/api@(SetReadDeadline AfterFunc Timeouts Timer IdleConn)", "-ignore", "/impl"}
+	}
+	var impls []string
+	for _, base := range res.familyBases(fam) {
+		for _, impl := range res.impls(base) {
+			if !slices.Contains(impls, impl) {
+				impls = append(impls, impl)
+			}
+		}
+	}
+	slices.SortFunc(impls, func(a, b string) int { return implRank(a) - implRank(b) })
+	return []string{"-col", "/impl@(" + strings.Join(impls, " ") + ")"}
+}
+
+func benchstatTables(benchDir, in string, res results) (map[string]string, error) {
 	tables := map[string]string{}
-	for _, fam := range families {
-		args := []string{"run", benchstatPkg,
-			"-col", "/impl@(" + strings.Join(implOrder, " ") + ")",
-			"-filter", ".name:" + fam,
-			in}
+	for _, fam := range res.families {
+		args := append([]string{"run", benchstatPkg}, benchstatArgs(res, fam)...)
+		args = append(args, "-filter", ".name:"+fam, in)
 		cmd := exec.Command("go", args...)
 		cmd.Dir = benchDir
 		var stderr bytes.Buffer
@@ -394,117 +367,13 @@ func benchstatTables(benchDir, in string, families []string) (map[string]string,
 	return tables, nil
 }
 
-// The plot
+// implOrder is the column order wherever implementations sit side by side:
+// the runtime is the baseline.
+var implOrder = []string{"runtime", "runtime-reused", "raw", "wheel", "wheel-parallel", "idleconn", "gozero"}
 
-func churnPlot(res results, path string) error {
-	var lives []string
-	for _, k := range res.familyKeys("Churn") {
-		lives = append(lives, strings.TrimPrefix(k, "BenchmarkChurn/live="))
+func implRank(impl string) int {
+	if i := slices.Index(implOrder, impl); i >= 0 {
+		return i
 	}
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Arm + Stop one timer next to N live timers (GOMAXPROCS=%s)", res.procs)
-	p.X.Label.Text = "live timers"
-	p.Y.Label.Text = "ns/op (median, bars: min–max)"
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = ticks125{}
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Add(plotter.NewGrid())
-	labels := make([]string, len(lives))
-	for i, l := range lives {
-		labels[i] = humanCount(l)
-	}
-	p.NominalX(labels...)
-	for i, impl := range implOrder {
-		var pts errPoints
-		for j, l := range lives {
-			xs := res.samples["BenchmarkChurn/live="+l][impl]["ns/op"]
-			if len(xs) == 0 {
-				continue
-			}
-			m := median(xs)
-			pts.XYs = append(pts.XYs, plotter.XY{X: float64(j), Y: m})
-			pts.YErrors = append(pts.YErrors, struct{ Low, High float64 }{m - slices.Min(xs), slices.Max(xs) - m})
-		}
-		if len(pts.XYs) == 0 {
-			continue
-		}
-		line, points, err := plotter.NewLinePoints(pts.XYs)
-		if err != nil {
-			return err
-		}
-		c := implColor(i)
-		line.Color, points.Color = c, c
-		line.Width = vg.Points(1.5)
-		points.Shape = plotutil.Shape(i)
-		points.Radius = vg.Points(3)
-		bars, err := plotter.NewYErrorBars(pts)
-		if err != nil {
-			return err
-		}
-		bars.Color = c
-		p.Add(line, points, bars)
-		p.Legend.Add(implLabel(impl), line, points)
-	}
-	// Head room on the log axis for the legend, which sits top left.
-	p.Y.Max *= 4
-	p.Y.Min /= 1.5
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
-}
-
-// ticks125 labels a log axis at 1, 2 and 5 times the powers of ten.
-type ticks125 struct{}
-
-func (ticks125) Ticks(lo, hi float64) []plot.Tick {
-	var ts []plot.Tick
-	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
-		for _, m := range []float64{1, 2, 5} {
-			if v := m * math.Pow(10, e); v >= lo && v <= hi {
-				ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
-			}
-		}
-	}
-	return ts
-}
-
-type errPoints struct {
-	plotter.XYs
-	plotter.YErrors
-}
-
-func implColor(i int) color.Color {
-	return []color.Color{
-		color.RGBA{R: 0x44, G: 0x44, B: 0x44, A: 0xff}, // runtime: grey
-		color.RGBA{R: 0x00, G: 0x72, B: 0xb2, A: 0xff}, // wheel: blue
-		color.RGBA{R: 0xd5, G: 0x5e, B: 0x00, A: 0xff}, // gozero: orange
-	}[i%3]
-}
-
-func implLabel(impl string) string {
-	switch impl {
-	case "runtime":
-		return "runtime (time.AfterFunc)"
-	case "wheel":
-		return "timingwheel"
-	case "gozero":
-		return "go-zero TimingWheel"
-	}
-	return impl
-}
-
-func humanCount(s string) string {
-	switch s {
-	case "0":
-		return "0"
-	case "1000":
-		return "10^3"
-	case "100000":
-		return "10^5"
-	case "1000000":
-		return "10^6"
-	}
-	return s
+	return len(implOrder)
 }

@@ -1,0 +1,155 @@
+package bench
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/timingwheel/timingwheel"
+)
+
+// stallRecords is the most arm+Stop calls one BenchmarkStall iteration
+// records (two int64 each): enough for a second of calls at 100 ns each.
+const stallRecords = 1 << 23
+
+// BenchmarkStall measures how long other goroutines wait while the wheel
+// does a large piece of work in one call. N timers (10^4, 10^5, 10^6) are
+// armed due within one second, 30 s out, so that one coarse slot (the
+// seconds level's) holds them all; the clock is a clock.Mock.
+//
+//	op=cascade  the clock moves to 30 s, the start of the slot, and
+//	            h.Advance() cascades the slot down to the finest level; it
+//	            fires nothing (no deadline falls on that tick)
+//	op=advance  the clock moves to 31 s and h.Advance() cascades the slot
+//	            and fires every timer (a no-op callback): callbacks run
+//	            without the lock, so others get in between them
+//	op=next     h.Next() looks through the slot for the earliest deadline
+//
+// Meanwhile another goroutine loops h.AfterFunc(time.Hour, f).Stop(),
+// timing each call. Per iteration it reports
+//
+//	call-ms         how long the Advance or Next call took
+//	max-wait-us     the longest arm+Stop among those that overlapped it
+//	p99.9-wait-us   the 99.9th percentile of those
+//	max-wait/call   the longest wait as a share of the call (1: a caller
+//	                waited for all of it)
+//	calls-during    how many arm+Stop calls overlapped it
+//	quiet-max-wait-us  the longest arm+Stop in the 20 ms before the call,
+//	                for comparison (GC and scheduling show up there too)
+//
+// At GOMAXPROCS=1 the two goroutines take turns on one CPU, so a wait also
+// includes the time the other goroutine holds it.
+func BenchmarkStall(b *testing.B) {
+	starts, ends := make([]int64, stallRecords), make([]int64, stallRecords)
+	for _, op := range []string{"cascade", "advance", "next"} {
+		for _, n := range []int{10_000, 100_000, million} {
+			b.Run("impl=wheel/op="+op+"/timers="+strconv.Itoa(n), func(b *testing.B) {
+				stall(b, op, n, starts, ends)
+			})
+		}
+	}
+}
+
+func stall(b *testing.B, op string, n int, starts, ends []int64) {
+	// Touch the record buffers first: page faults inside the timed loop
+	// would show up as waits.
+	for i := range starts {
+		starts[i], ends[i] = -1, -1
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	offsets := make([]time.Duration, n)
+	for i := range offsets {
+		offsets[i] = time.Duration(r.Int64N(int64(time.Second)))
+	}
+	var call, maxWait, p999, share, during, quiet float64
+	for b.Loop() {
+		mock := clock.NewMock()
+		h, err := timingwheel.New(timingwheel.WithClock(mock))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, off := range offsets {
+			h.AfterFunc(farMin+off, noop)
+		}
+		settle()
+
+		var stop atomic.Bool
+		done := make(chan int)
+		base := time.Now()
+		go func() {
+			k := 0
+			for ; k < len(starts) && !stop.Load(); k++ {
+				t0 := time.Since(base)
+				h.AfterFunc(time.Hour, noop).Stop()
+				starts[k], ends[k] = int64(t0), int64(time.Since(base))
+			}
+			done <- k
+		}()
+		time.Sleep(20 * time.Millisecond)
+		switch op {
+		case "cascade":
+			mock.Add(farMin)
+		case "advance":
+			mock.Add(farMin + time.Second)
+		}
+		a0 := int64(time.Since(base))
+		switch op {
+		case "cascade":
+			if ran := h.Advance(); ran != 0 || h.Len() != n+1 && h.Len() != n {
+				b.Fatalf("the cascade fired %d timers; %d armed, want %d", ran, h.Len(), n)
+			}
+		case "advance":
+			if ran := h.Advance(); ran != n {
+				b.Fatalf("Advance ran %d callbacks, want %d", ran, n)
+			}
+		case "next":
+			if _, ok := h.Next(); !ok {
+				b.Fatal("Next found nothing armed")
+			}
+		}
+		a1 := int64(time.Since(base))
+		time.Sleep(20 * time.Millisecond)
+		stop.Store(true)
+		k := <-done
+		if k == len(starts) {
+			b.Logf("the arm+Stop loop filled its %d records before the end", k)
+		}
+
+		var waits []int64
+		var quietMax int64
+		for i := range k {
+			w := ends[i] - starts[i]
+			switch {
+			case starts[i] < a1 && ends[i] > a0:
+				waits = append(waits, w)
+			case ends[i] <= a0 && starts[i] >= a0-int64(20*time.Millisecond):
+				quietMax = max(quietMax, w)
+			}
+		}
+		slices.Sort(waits)
+		d := float64(a1 - a0)
+		call += d
+		if len(waits) > 0 {
+			longest := float64(waits[len(waits)-1])
+			maxWait += longest
+			p999 += float64(waits[min(len(waits)-1, len(waits)*999/1000)])
+			share += longest / d
+		}
+		during += float64(len(waits))
+		quiet += float64(quietMax)
+		h.Stop()
+	}
+	per := func(v, unit float64) float64 { return v / unit / float64(b.N) }
+	b.ReportMetric(per(call, 1e6), "call-ms")
+	b.ReportMetric(per(maxWait, 1e3), "max-wait-us")
+	b.ReportMetric(per(p999, 1e3), "p99.9-wait-us")
+	b.ReportMetric(per(share, 1), "max-wait/call")
+	b.ReportMetric(per(during, 1), "calls-during")
+	b.ReportMetric(per(quiet, 1e3), "quiet-max-wait-us")
+	settle()
+}
