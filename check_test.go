@@ -61,8 +61,8 @@ func (sh *shard) check() error {
 	if q := sh.seq.Load(); q&1 != 0 {
 		return fmt.Errorf("seq %d is odd outside a cascade batch", q)
 	}
-	if sh.sorting || !sh.limbo.empty() {
-		return errors.New("timers in limbo outside an Advance")
+	if sh.sorting || !sh.limbo.empty() || !sh.pending.empty() || sh.left != nil {
+		return errors.New("timers being sorted outside an Advance")
 	}
 	now := h.now.Load()
 	n := 0

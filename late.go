@@ -13,11 +13,14 @@ import (
 //
 // A burst of past deadlines (a clock that jumped, 10^5 timers armed with
 // d <= 0) must not hold the shard's lock for the whole sort, so the sort
-// runs with the lock released: mergeLate takes the late timers off in
-// batches, leaving each marked as in limbo (its links point at the shard's
-// limbo sentinel, which no walk visits), sorts them, and puts them back in
-// batches. A timer stopped or re-armed meanwhile is unlinked from limbo like
-// from any list, and mergeLate leaves it where it now is.
+// runs with the lock released. mergeLate moves the late list aside (to
+// pending, in O(1); timers armed meanwhile start a new late list), takes
+// the pending timers off in batches, leaving each marked as in limbo (its
+// links point at the shard's limbo sentinel, which no walk visits), sorts
+// them, and puts them back in batches. A timer stopped or re-armed while in
+// limbo leaves it through unlinkLocked, which records it in left: mergeLate
+// then skips it without touching it again (it may belong to another shard
+// or hierarchy by then, re-initialized).
 
 // lateTimer is a late timer with the tick it was filed at when taken off.
 type lateTimer struct {
@@ -46,10 +49,11 @@ func (s *shard) mergeLate() {
 	}
 	sc := s.scratch[:0]
 	s.sorting = true
-	for !s.late.empty() {
+	s.late.moveAllTo(&s.pending)
+	for !s.pending.empty() {
 		for range s.h.batch {
-			t := s.late.next
-			if t == &s.late {
+			t := s.pending.next
+			if t == &s.pending {
 				break
 			}
 			t.unlink()
@@ -76,7 +80,7 @@ func (s *shard) mergeLate() {
 			x = s.overdue.next // x may have been unlinked meanwhile
 		}
 		t := lt.t
-		if t.next != &s.limbo || t.filed.Load() != lt.filed {
+		if _, gone := s.left[t]; gone {
 			continue // stopped or re-armed while in limbo
 		}
 		t.next, t.prev = nil, nil
@@ -90,8 +94,8 @@ func (s *shard) mergeLate() {
 		x.insertBefore(t)
 	}
 	s.sorting = false
-	s.limbo.initList(-1, 0) // unlinking from limbo wrote its links
-	clear(sc)               // keep no references in the scratch slice
+	s.left = nil
+	clear(sc) // keep no references in the scratch slice
 	if cap(sc) > 1<<12 {
 		sc = nil // a burst of past deadlines: do not hold its memory
 	}

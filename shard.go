@@ -35,11 +35,13 @@ type shard struct {
 	advancing bool // an Advance is running: timers due by now wait for the next one
 
 	levels  []*level
-	overdue Timer // timers due before now, sorted by filed tick
-	late    Timer // timers filed due before now since the last Advance, unsorted
-	lateMin int64 // a lower bound of the ticks filed on late
-	limbo   Timer // marks late timers taken off to be sorted (see mergeLate)
-	sorting bool  // mergeLate holds timers in limbo; lateMin bounds them too
+	overdue Timer               // timers due before now, sorted by filed tick
+	late    Timer               // timers filed due before now since the last Advance, unsorted
+	lateMin int64               // a lower bound of the ticks filed on late
+	pending Timer               // the late list being sorted by mergeLate
+	limbo   Timer               // marks late timers taken off to be sorted (see mergeLate)
+	sorting bool                // mergeLate holds timers in pending and limbo; lateMin bounds them too
+	left    map[*Timer]struct{} // timers that left limbo during mergeLate
 	scratch []lateTimer
 	firing  Timer  // timers collected by Advance and not yet run
 	current *Timer // the timer whose callback runs, for Timeouts; written by the advancing goroutine
@@ -65,6 +67,7 @@ func newShard(h *Hierarchy, idx int, slots []int) *shard {
 	s.overdue.initList(-1, 0)
 	s.late.initList(-1, 0)
 	s.firing.initList(-1, 0)
+	s.pending.initList(-1, 0)
 	s.limbo.initList(-1, 0)
 	width := int64(1)
 	for _, n := range slots {
@@ -155,6 +158,15 @@ func (s *shard) addLevelLocked() {
 // unlinkLocked takes t off whatever list holds it, keeping the occupancy
 // bitmaps exact. s.mu must be held.
 func (s *shard) unlinkLocked(t *Timer) {
+	if t.next == &s.limbo {
+		// Taken off to be sorted: record that it left (see mergeLate).
+		if s.left == nil {
+			s.left = make(map[*Timer]struct{})
+		}
+		s.left[t] = struct{}{}
+		t.next, t.prev = nil, nil
+		return
+	}
 	if e := t.unlink(); e != nil {
 		if lv := e.when.Load(); lv >= 0 {
 			s.levels[lv].clearOccupied(int(e.filed.Load()))
