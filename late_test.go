@@ -110,3 +110,52 @@ func TestLate_OrderOfPastDeadlines(t *testing.T) {
 	assert.ElementsMatch(t, want, got)
 	mustCheck(t, h)
 }
+
+// TestLate_TimerLeavesLimboForAnotherHierarchy: timers taken off to be
+// sorted are stopped between two batches and bound, by Init, to another
+// hierarchy, where another goroutine keeps re-arming them while the sort
+// goes on: the sort leaves them alone, and every other timer fires once.
+// (The race this guards against, a read of a moved timer's links, was
+// found by TestTimeouts_RemoveRacesExpiry under -race; this test drives the
+// same path deterministically but the detector does not always see it.)
+func TestLate_TimerLeavesLimboForAnotherHierarchy(t *testing.T) {
+	h, clk := newFake(t, WithShards(1))
+	other, _ := newFake(t, WithShards(1))
+	h.batch = 8
+	clk.Add(time.Hour)
+	const n = 200
+	timers := make([]Timer, n)
+	var fired atomic.Int64
+	for i := range timers {
+		timers[i].Init(h, func() { fired.Add(1) })
+		timers[i].Reset(-time.Duration(n-i) * time.Millisecond)
+	}
+	moved := make(chan *Timer, n)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for tm := range moved {
+			for range 50 {
+				tm.Reset(time.Minute)
+				tm.Stop()
+			}
+		}
+	})
+	next := 0
+	h.betweenBatches = func() {
+		if next < n/2 {
+			tm := &timers[next]
+			next += 2
+			if tm.Stop() {
+				tm.Init(other, func() {})
+				moved <- tm
+			}
+		}
+	}
+	h.Advance()
+	h.betweenBatches = nil
+	close(moved)
+	wg.Wait()
+	assert.Equal(t, int64(n-next/2), fired.Load())
+	mustCheck(t, h)
+	mustCheck(t, other)
+}
