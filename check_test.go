@@ -80,7 +80,7 @@ func (sh *shard) check() error {
 			if x == nil || x.next == nil || x.next.prev != x {
 				return errors.New("broken links")
 			}
-			if x.sh != sh || x.f == nil {
+			if x.sh.Load() != sh || x.f == nil {
 				return errors.New("foreign node")
 			}
 			f := x.filed.Load()

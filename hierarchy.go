@@ -259,7 +259,7 @@ func (h *Hierarchy) arm(t *Timer, w int64) *Timer {
 	if !s.mu.TryLock() {
 		s = h.lockAnyShard(s)
 	}
-	t.sh = s
+	t.sh.Store(s)
 	t.when.Store(w)
 	d := h.dueTick(w)
 	s.count++

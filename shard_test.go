@@ -169,7 +169,7 @@ func TestCascade_TimersStayStoppableBetweenBatches(t *testing.T) {
 func lazyTimer(t *testing.T) (*Hierarchy, *fakeClock, *Timer) {
 	h, clk := newFake(t, WithShards(1))
 	tm := h.AfterFunc(2*time.Minute, func() {})
-	f, now := tm.filed.Load(), tm.sh.now.Load()
+	f, now := tm.filed.Load(), tm.sh.Load().now.Load()
 	require.GreaterOrEqual(t, f-now, h.lazyTicks, "the timer is beyond level 0")
 	return h, clk, tm
 }
@@ -216,7 +216,7 @@ func TestLazyReset_StopAfterStore(t *testing.T) {
 // lock held), a Reset takes the lock and so waits for the batch.
 func TestLazyReset_WaitsForCascadeBatch(t *testing.T) {
 	h, _, tm := lazyTimer(t)
-	s := tm.sh
+	s := tm.sh.Load()
 	s.lock()
 	s.seq.Add(1)
 	done := make(chan bool)
@@ -267,10 +267,10 @@ func TestParallelCallbacks(t *testing.T) {
 		tm = h.AfterFunc(d, func() {
 			<-ready
 			mu.Lock()
-			if d < last[tm.sh] {
-				t.Errorf("out of order within shard %d", tm.sh.idx)
+			if d < last[tm.sh.Load()] {
+				t.Errorf("out of order within shard %d", tm.sh.Load().idx)
 			}
-			last[tm.sh] = d
+			last[tm.sh.Load()] = d
 			mu.Unlock()
 			fired.Add(1)
 		})
@@ -351,4 +351,41 @@ func TestTimer_DeadlineBeforeFirstArming(t *testing.T) {
 	tm.Stop()
 	tm.Init(h, func() {})
 	assert.True(t, tm.Deadline().IsZero(), "after Init again")
+}
+
+// TestShards_UnarmedTimerFollowsItsUser: a timer initialized on one
+// processor and re-armed from another moves to the re-arming processor's
+// shard when it is unarmed (never while armed), and every method finds it
+// there.
+func TestShards_UnarmedTimerFollowsItsUser(t *testing.T) {
+	h, clk := newFake(t, WithShards(3))
+	cur := h.shards[0]
+	h.pick = func() *shard { return cur }
+	var fired atomic.Int32
+	var tm Timer
+	tm.Init(h, func() { fired.Add(1) })
+	require.Same(t, h.shards[0], tm.sh.Load())
+
+	cur = h.shards[1]
+	assert.False(t, tm.Reset(time.Second), "first arming")
+	assert.Same(t, h.shards[1], tm.sh.Load(), "armed where it was re-armed from")
+	cur = h.shards[2]
+	assert.True(t, tm.Reset(2*time.Second))
+	assert.Same(t, h.shards[1], tm.sh.Load(), "an armed timer stays")
+	assert.True(t, tm.Stop())
+	assert.False(t, tm.Reset(time.Second))
+	assert.Same(t, h.shards[2], tm.sh.Load())
+	assert.Equal(t, 1, h.Len())
+	mustCheck(t, h)
+	clk.Add(time.Second)
+	assert.Equal(t, 1, h.Advance())
+	assert.Equal(t, int32(1), fired.Load())
+
+	// The other shard's lock is held: the timer stays where it is.
+	h.shards[0].lock()
+	cur = h.shards[0]
+	assert.False(t, tm.Reset(time.Second))
+	h.shards[0].mu.Unlock()
+	assert.Same(t, h.shards[2], tm.sh.Load())
+	mustCheck(t, h)
 }

@@ -133,17 +133,18 @@ func (s *Timeouts[K]) add(k K, d time.Duration) bool {
 	defer sh.mu.Unlock()
 	if i, ok := sh.find(k, hash); ok {
 		t := &sh.entry(i).t
-		t.resetTo(t.sh, w)
+		t.resetTo(t.sh.Load(), w, false)
 		return false
 	}
 	i := sh.alloc()
 	e := sh.entry(i)
 	e.key = k
-	e.t.sh = s.h.pickShard()
-	e.t.f = sh.fire[e.t.sh.idx]
+	hs := s.h.pickShard()
+	e.t.sh.Store(hs)
+	e.t.f = sh.fire[hs.idx]
 	e.t.filed.Store(unarmed)
 	sh.insert(hash, i)
-	e.t.resetTo(e.t.sh, w)
+	e.t.resetTo(hs, w, false)
 	return true
 }
 

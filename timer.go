@@ -12,7 +12,10 @@ import (
 // copied once created or initialized (go vet reports copies).
 type Timer struct {
 	next, prev *Timer // position in a list; nil when in none
-	sh         *shard // the shard it belongs to, for good
+	// sh is the shard the timer belongs to. It changes only while the
+	// timer is unarmed, with the old shard's lock held (see resetTo), so
+	// a method that locks sh checks after locking that it still is sh.
+	sh atomic.Pointer[shard]
 	// when is the deadline in nanoseconds since the origin. It may be moved
 	// later without the lock (Timer.resetTo), so it is atomic.
 	when atomic.Int64
@@ -47,15 +50,16 @@ func (t *Timer) Init(h *Hierarchy, f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: Timer.Init called with a nil func")
 	}
-	if s := t.sh; s != nil {
-		s.lock()
+	if t.sh.Load() != nil {
+		s := t.lockShard()
 		armed := t.filed.Load() != unarmed
 		s.mu.Unlock()
 		if armed {
 			panic("timingwheel: Timer.Init called on an armed Timer")
 		}
 	}
-	t.sh, t.f = h.pickShard(), f
+	t.sh.Store(h.pickShard())
+	t.f = f
 	t.filed.Store(unarmed)
 	t.when.Store(neverArmed)
 	return t
@@ -64,10 +68,23 @@ func (t *Timer) Init(h *Hierarchy, f func()) *Timer {
 // shard returns the timer's shard, panicking with a clear message for a
 // Timer that is not bound to a hierarchy.
 func (t *Timer) shard(method string) *shard {
-	if t.sh == nil {
+	s := t.sh.Load()
+	if s == nil {
 		panic("timingwheel: " + method + " called on a Timer not created by AfterFunc or AtFunc, nor initialized by Init")
 	}
-	return t.sh
+	return s
+}
+
+// lockShard locks the timer's shard and returns it.
+func (t *Timer) lockShard() *shard {
+	for {
+		s := t.sh.Load()
+		s.lock()
+		if t.sh.Load() == s {
+			return s
+		}
+		s.mu.Unlock() // it moved while unarmed: follow it
+	}
 }
 
 // Stop prevents the timer from firing. It reports whether the call stopped
@@ -77,8 +94,8 @@ func (t *Timer) shard(method string) *shard {
 // running callback. The timer is unlinked at once and the hierarchy keeps
 // no reference to it.
 func (t *Timer) Stop() bool {
-	s := t.shard("Stop")
-	s.lock()
+	t.shard("Stop")
+	s := t.lockShard()
 	if t.filed.Load() == unarmed {
 		s.mu.Unlock()
 		return false
@@ -107,7 +124,7 @@ func (t *Timer) Stop() bool {
 // it keeps its slot and is re-filed when the slot comes up.
 func (t *Timer) Reset(d time.Duration) bool {
 	s := t.shard("Reset")
-	return t.resetTo(s, s.h.after(d))
+	return t.resetTo(s, s.h.after(d), true)
 }
 
 // ResetAt is like [Timer.Reset] with an absolute deadline; a deadline in the
@@ -116,7 +133,7 @@ func (t *Timer) Reset(d time.Duration) bool {
 // than a clock read per timer.
 func (t *Timer) ResetAt(deadline time.Time) bool {
 	s := t.shard("ResetAt")
-	return t.resetTo(s, s.h.offset(deadline))
+	return t.resetTo(s, s.h.offset(deadline), true)
 }
 
 // Deadline returns the deadline the timer was last armed with. After the
@@ -137,8 +154,14 @@ func (t *Timer) Deadline() time.Time {
 // resetTo: at stage 0 before its store of the deadline, at stage 1 after it.
 var testHookLazyReset func(t *Timer, stage int)
 
-// resetTo re-arms t, of shard s, with deadline w (ns since origin).
-func (t *Timer) resetTo(s *shard, w int64) bool {
+// resetTo re-arms t, of shard s (as read from t.sh), with deadline w (ns
+// since origin). If t is unarmed and move is set, it arms t in the
+// current processor's shard if that shard's lock is free: a timer
+// initialized on one goroutine (an accept loop) and then re-armed from
+// others (each connection's) follows the goroutines that use it, instead
+// of making them share one shard. Timeouts does not move its timers: their
+// callbacks are bound to a shard.
+func (t *Timer) resetTo(s *shard, w int64, move bool) bool {
 	// Fast path: an armed timer that sits beyond level 0 and moves later
 	// only needs its new deadline stored. Its slot comes up no later than
 	// before, and the cascade then re-files it by the deadline it finds.
@@ -164,14 +187,14 @@ func (t *Timer) resetTo(s *shard, w int64) bool {
 				if testHookLazyReset != nil {
 					testHookLazyReset(t, 1)
 				}
-				if s.seq.Load() == q && t.filed.Load() == f {
+				if s.seq.Load() == q && t.filed.Load() == f && t.sh.Load() == s {
 					return true
 				}
 			}
 		}
 	}
 	d := s.h.dueTick(w)
-	s.lock()
+	s = t.lockShard()
 	f := t.filed.Load()
 	if f == d && f > s.now.Load() {
 		// Re-armed for the tick it is filed under, which is after now: in
@@ -185,6 +208,13 @@ func (t *Timer) resetTo(s *shard, w int64) bool {
 	if armed {
 		s.unlinkLocked(t)
 	} else {
+		if move {
+			if n := s.h.pickShard(); n != s && n.mu.TryLock() {
+				t.sh.Store(n)
+				s.mu.Unlock()
+				s = n
+			}
+		}
 		s.count++
 		s.stats.armed++
 	}
