@@ -207,11 +207,24 @@ func (h *Hierarchy) lockAnyShard(s *shard) *shard {
 	for i := 1; i < len(h.shards); i++ {
 		o := h.shards[(s.idx+i)%len(h.shards)]
 		if o.mu.TryLock() {
+			h.prefer(o)
 			return o
 		}
 	}
 	s.lock()
 	return s
+}
+
+// prefer makes s the current processor's shard from now on. The tokens
+// are handed out round robin, and a processor can end up with the shard
+// of another (the pool drops tokens at garbage collections): then they
+// meet on its lock, and the one that finds it held moves on.
+func (h *Hierarchy) prefer(s *shard) {
+	if h.pick != nil {
+		return
+	}
+	h.tokens.Get() // this processor's token, most likely
+	h.tokens.Put(s)
 }
 
 // mustBeMade panics with a clear message for a zero Hierarchy.

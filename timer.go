@@ -75,12 +75,23 @@ func (t *Timer) shard(method string) *shard {
 	return s
 }
 
-// lockShard locks the timer's shard and returns it.
+// lockShard locks the timer's shard and returns it. If it had to wait for
+// the lock, the current processor shares the shard with another: it
+// prefers the next shard from now on, so the timers it arms next (and the
+// unarmed ones it re-arms) go there (see resetTo).
 func (t *Timer) lockShard() *shard {
 	for {
 		s := t.sh.Load()
-		s.lock()
+		contended := !s.mu.TryLock()
+		if contended {
+			s.waiting.Add(1)
+			s.mu.Lock()
+			s.waiting.Add(-1)
+		}
 		if t.sh.Load() == s {
+			if contended && len(s.h.shards) > 1 {
+				s.h.prefer(s.h.shards[(s.idx+1)%len(s.h.shards)])
+			}
 			return s
 		}
 		s.mu.Unlock() // it moved while unarmed: follow it
