@@ -137,9 +137,18 @@ func BenchmarkSlowExpiry(b *testing.B) {
 			}
 			var fired atomic.Int64
 			f := func() { burn(iters); fired.Add(1) }
-			for _, off := range offsets {
-				h.AfterFunc(farMin+off, f)
+			// Armed from one goroutine per core, as a server's connections
+			// are: each core's timers land in its own shard.
+			var arming sync.WaitGroup
+			procs := runtime.GOMAXPROCS(0)
+			for p := range procs {
+				arming.Go(func() {
+					for i := p; i < len(offsets); i += procs {
+						h.AfterFunc(farMin+offsets[i], f)
+					}
+				})
 			}
+			arming.Wait()
 			mock.Add(farMin + time.Second)
 			settle()
 			stopSampling := sampleGoroutines(&maxG)
