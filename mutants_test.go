@@ -41,6 +41,14 @@ func mustReturn(t *testing.T, d time.Duration, what string, f func()) {
 	}
 }
 
+// inBubble runs f in a synctest bubble under mustReturn: a driver that
+// spins keeps the bubble from ever blocking, and synctest.Wait from
+// returning.
+func inBubble(t *testing.T, what string, f func(t *testing.T)) {
+	t.Helper()
+	mustReturn(t, 10*time.Second, what+" (in a synctest bubble)", func() { synctest.Test(t, f) })
+}
+
 // advanceWithin is h.Advance under mustReturn.
 func advanceWithin(t *testing.T, h *Hierarchy, what string) int {
 	t.Helper()
@@ -221,7 +229,7 @@ func TestMutants_CascadeYieldsToWaiters(t *testing.T) {
 // shard while another shard still holds a timer must leave the driver's
 // sleep alone: the other timer fires on time.
 func TestMutants_StopEmptyingOneShardKeepsDriver(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, "a driver with timers in two shards, one emptied by a Stop", func(t *testing.T) {
 		h, err := New(WithShards(2))
 		require.NoError(t, err)
 		roundRobin(h)
@@ -260,7 +268,7 @@ func TestMutants_DriverRearmsAfterMockMovedBeforeArming(t *testing.T) {
 		}
 	}
 	h.Start()
-	defer h.Stop()
+	defer mustReturn(t, 5*time.Second, "Stop of the driver", h.Stop)
 	deadline := time.Now().Add(5 * time.Second)
 	for clk.reads.Load() < 3 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
@@ -443,7 +451,7 @@ func TestMutants_MergeIntoOverdueWhileStopping(t *testing.T) {
 // list for the next Advance, which the driver must make at once, not when
 // its next wheel event (an hour away) comes.
 func TestMutants_DriverFiresPastDeadlineArmedByCallback(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, "a driver whose callback arms a past deadline", func(t *testing.T) {
 		h, err := New(WithShards(1))
 		require.NoError(t, err)
 		h.Start()
@@ -471,10 +479,10 @@ func TestMutants_DriverFiresPastDeadlineArmedByCallback(t *testing.T) {
 // the shards' now moved lets the Reset take the lock-free path, keeping
 // the old filing, and the timer misses the next Advance.
 func TestMutants_LazyResetAsAdvanceEnds(t *testing.T) {
-	const shards = 8
-	iterations := 2000
+	const shards = 32 // the last shard's now catches up after 31 others'
+	iterations := 4000
 	if testing.Short() || raceEnabled {
-		iterations = 300
+		iterations = 1000
 	}
 	stopAt := time.Now().Add(5 * time.Second)
 	for iter := 0; iter < iterations && time.Now().Before(stopAt); iter++ {
@@ -494,8 +502,10 @@ func TestMutants_LazyResetAsAdvanceEnds(t *testing.T) {
 		go func() {
 			defer close(reset)
 			y := <-armed
-			for h.frontier.Load() != math.MinInt64 {
-				runtime.Gosched()
+			for spins := 0; h.frontier.Load() != math.MinInt64; spins++ {
+				if spins%1024 == 1023 {
+					runtime.Gosched()
+				}
 			}
 			y.ResetAt(origin.Add(2500 * time.Millisecond))
 		}()
@@ -517,7 +527,7 @@ func TestMutants_LazyResetAsAdvanceEnds(t *testing.T) {
 
 // TestMutants_ArmingAsDriverGoesToSleep races arming with the driver
 // going to sleep. Each timer's callback hands over to the test goroutine,
-// which at once arms the next timer, a tick out, into the first of eight
+// which at once arms the next timer, a tick out, into the first of 32
 // shards, while the driver, done with the callback, looks over the shards
 // for its next wake-up (an hour away) and publishes it. An arming that the
 // driver's look missed and that saw it still awake (so did not wake it)
@@ -525,12 +535,12 @@ func TestMutants_LazyResetAsAdvanceEnds(t *testing.T) {
 // Time is synctest's: a timer slept through shows as not fired a second
 // after its deadline.
 func TestMutants_ArmingAsDriverGoesToSleep(t *testing.T) {
-	iterations := 3000
+	iterations := 20000
 	if testing.Short() || raceEnabled {
-		iterations = 500
+		iterations = 2000
 	}
-	synctest.Test(t, func(t *testing.T) {
-		h, err := New(WithShards(8), WithLevels(8, 8, 8, 8, 8))
+	inBubble(t, "a driver racing armings as it goes to sleep", func(t *testing.T) {
+		h, err := New(WithShards(32), WithLevels(8, 8, 8, 8, 8))
 		require.NoError(t, err)
 		first := h.shards[0]
 		h.pick = func() *shard { return first }
