@@ -499,10 +499,13 @@ func TestMutants_LazyResetAsAdvanceEnds(t *testing.T) {
 			armed <- h.AtFunc(origin.Add(2*time.Second), func() { yFired.Add(1) })
 		})
 		reset := make(chan struct{})
+		var advanced atomic.Bool
 		go func() {
 			defer close(reset)
 			y := <-armed
-			for spins := 0; h.frontier.Load() != math.MinInt64; spins++ {
+			// Wait for the frontier to be cleared (or for the Advance to
+			// return, should it leave the frontier set).
+			for spins := 0; h.frontier.Load() != math.MinInt64 && !advanced.Load(); spins++ {
 				if spins%1024 == 1023 {
 					runtime.Gosched()
 				}
@@ -511,6 +514,7 @@ func TestMutants_LazyResetAsAdvanceEnds(t *testing.T) {
 		}()
 		clk.Set(origin.Add(2900 * time.Millisecond))
 		require.Equal(t, 1, advanceWithin(t, h, "the Advance racing a Reset"))
+		advanced.Store(true)
 		select {
 		case <-reset:
 		case <-time.After(5 * time.Second):
@@ -650,4 +654,27 @@ func TestMutants_DeadlineBeforeRepresentableRange(t *testing.T) {
 		assert.Equal(t, 0, h.Len())
 		mustCheck(t, h)
 	}
+}
+
+// TestMutants_LastTickOfRevolution: a deadline on the last tick of a
+// level's current revolution belongs to that level, not the one above
+// (whose current slot it would be in, behind now); each fires on its tick.
+func TestMutants_LastTickOfRevolution(t *testing.T) {
+	h, clk := newFake(t, WithShards(1), WithLevels(10, 10, 10))
+	origin := h.origin
+	firedAt := map[int64]int64{}
+	for _, d := range []int64{9, 99, 999, 9999} { // the last tick of each level's revolution (one overflow level)
+		h.AtFunc(origin.Add(time.Duration(d)*time.Millisecond), func() {
+			firedAt[d] = int64(clk.Now().Sub(origin) / time.Millisecond)
+		})
+		require.NoError(t, h.check(), "after arming a timer for tick %d", d)
+	}
+	for h.Len() > 0 {
+		next, ok := h.Next()
+		require.True(t, ok)
+		clk.Set(next)
+		advanceWithin(t, h, "walking the level boundaries by Next")
+		require.NoError(t, h.check())
+	}
+	assert.Equal(t, map[int64]int64{9: 9, 99: 99, 999: 999, 9999: 9999}, firedAt, "each timer fired on its tick")
 }
