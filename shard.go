@@ -358,7 +358,7 @@ func (s *shard) fireLocked(clockNs int64, held *bool) (ran int) {
 		t.filed.Store(unarmed)
 		s.count--
 		s.stats.fired++
-		s.stats.lateness.add(clockNs - s.h.tickNanos(filed))
+		s.stats.lateness.add(satAdd(clockNs, -max(s.h.tickNanos(filed), math.MinInt64+1))) // saturated: a deadline centuries past is very late, not on time
 		f := t.f
 		s.current = t
 		*held = false

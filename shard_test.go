@@ -2,6 +2,7 @@ package timingwheel
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -388,4 +389,16 @@ func TestShards_UnarmedTimerFollowsItsUser(t *testing.T) {
 	h.shards[0].mu.Unlock()
 	assert.Same(t, h.shards[2], tm.sh.Load())
 	mustCheck(t, h)
+}
+
+// TestStats_LatenessOfAncientDeadline: a deadline centuries before the
+// clock is counted as very late, not as on time (the subtraction saturates).
+func TestStats_LatenessOfAncientDeadline(t *testing.T) {
+	h, clk := newFake(t)
+	clk.Add(time.Second)
+	h.AtFunc(time.Time{}, func() {})
+	h.Advance()
+	st := h.Stats()
+	assert.Equal(t, uint64(1), st.Lateness[LatenessBuckets-1])
+	assert.Equal(t, time.Duration(math.MaxInt64), st.MaxLateness)
 }
