@@ -91,6 +91,7 @@ func main() {
 		md        = flag.String("md", "docs/benchmarks.md", "markdown report to write")
 		churnPNG  = flag.String("plot", "docs/churn.png", "churn plot to write")
 		scalePNG  = flag.String("scaling-plot", "docs/scaling.png", "scaling plot to write")
+		before    = flag.String("stall-before", "bench/results/stall-before.txt", "BenchmarkStall on an earlier library commit (bench/stall_at.sh), shown beside this run's if the file exists")
 	)
 	flag.Parse()
 
@@ -168,6 +169,11 @@ func main() {
 	res := parse(string(data))
 	if len(res.samples) == 0 {
 		log.Fatalf("no benchmark results in %s", *in)
+	}
+	if b, err := os.ReadFile(abs(*before)); err == nil {
+		r := parse(string(b))
+		res.stallBefore = &r
+		res.stallBeforeHead, _, _ = strings.Cut(string(b), "\n")
 	}
 	res.rawRel, _ = filepath.Rel(root, *in)
 	res.rawRel = filepath.ToSlash(res.rawRel)

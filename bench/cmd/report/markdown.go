@@ -412,6 +412,36 @@ func (d *doc) stall() {
 		}
 	}
 	p("\n")
+	d.stallBefore(bases)
+}
+
+// stallBefore shows BenchmarkStall on an earlier library commit beside this
+// run's, if the report was given one (-stall-before).
+func (d *doc) stallBefore(bases []string) {
+	b := d.res.stallBefore
+	if b == nil || len(b.familyBases("Stall")) == 0 {
+		return
+	}
+	p := d.p
+	p("### Before and after\n\n")
+	p("The same benchmark on an earlier library commit (%s), run on this machine the same day with\n",
+		strings.TrimPrefix(strings.TrimSpace(d.res.stallBeforeHead), "# "))
+	p("`bench/stall_at.sh`: one lock for the whole hierarchy, held for a whole cascade or scan. Medians of\n")
+	p("its samples; \"call after ÷ before\" compares the large call's own duration (the cost of the\n")
+	p("cascade or scan) with this run's median.\n\n")
+	p("| call | timers | GOMAXPROCS | call ms before | longest wait µs before | longest ÷ call before | longest ÷ call now | call after ÷ before |\n")
+	p("|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, base := range bases {
+		op, _, _ := strings.Cut(strings.TrimPrefix(base, "BenchmarkStall/op="), "/")
+		_, n, _ := strings.Cut(base, "timers=")
+		for _, pr := range d.res.procsOf(base) {
+			callBefore := b.median(base, pr, "wheel", "call-ms")
+			p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", op, humanCount(n), pr,
+				num(callBefore), num(b.median(base, pr, "wheel", "max-wait-us")), num(b.median(base, pr, "wheel", "max-wait/call")),
+				d.med(base, pr, "wheel", "max-wait/call"), times(d.res.median(base, pr, "wheel", "call-ms")/callBefore))
+		}
+	}
+	p("\n")
 }
 
 func (d *doc) expiry() {

@@ -28,6 +28,11 @@ type results struct {
 	skipped  []string // why a benchmark size did not run, one per distinct reason
 	logs     []string // what benchmarks logged (b.Logf): "name: message"
 	rawRel   string   // the results file, relative to the repository root
+
+	// stallBefore is BenchmarkStall on an earlier library commit, read from
+	// -stall-before (written by bench/stall_at.sh), or nil.
+	stallBefore     *results
+	stallBeforeHead string // its first line, which names the commit
 }
 
 type wakeup struct {
