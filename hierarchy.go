@@ -90,6 +90,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/benbjohnson/clock"
 )
@@ -272,8 +273,10 @@ func (h *Hierarchy) arm(t *Timer, w int64) *Timer {
 	if !s.mu.TryLock() {
 		s = h.lockAnyShard(s)
 	}
-	t.sh.Store(s)
-	t.when.Store(w)
+	// t is new: no other goroutine can see it before the lock is let go,
+	// so plain stores do (an atomic store is a full fence on amd64).
+	*(*unsafe.Pointer)(unsafe.Pointer(&t.sh)) = unsafe.Pointer(s)
+	*(*int64)(unsafe.Pointer(&t.when)) = w
 	d := h.dueTick(w)
 	s.count++
 	s.stats.armed++
