@@ -261,7 +261,7 @@ func (h *Hierarchy) AtFunc(deadline time.Time, f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: AtFunc called with a nil func")
 	}
-	return h.arm(&Timer{f: f}, h.offset(deadline))
+	return h.arm(&Timer{f: f}, h.pastDue(h.offset(deadline), h.elapsed()))
 }
 
 // arm places the new timer t, due at w (ns since origin), in the current

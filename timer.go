@@ -138,10 +138,15 @@ func (t *Timer) Reset(d time.Duration) bool {
 	return t.resetTo(s, s.h.after(d), true)
 }
 
-// ResetAt is like [Timer.Reset] with an absolute deadline; a deadline in the
-// past fires on the next [Hierarchy.Advance]. It lets a caller that re-arms
-// many timers read the clock once for all of them, which is much cheaper
-// than a clock read per timer.
+// ResetAt is like [Timer.Reset] with an absolute deadline. It lets a caller
+// that re-arms many timers read the clock once for all of them, which is
+// much cheaper than a clock read per timer: ResetAt itself does not read
+// it. So a deadline is due at its tick, rounded up, like any other: one
+// before the start of the tick the clock is in fires on the next
+// [Hierarchy.Advance], never inside ResetAt; one already past but within
+// that tick fires on the first Advance at or after the next tick boundary
+// (Reset(0) and [Hierarchy.AtFunc], which read the clock, make it due at
+// once).
 func (t *Timer) ResetAt(deadline time.Time) bool {
 	s := t.shard("ResetAt")
 	return t.resetTo(s, s.h.offset(deadline), true)
@@ -151,7 +156,10 @@ func (t *Timer) ResetAt(deadline time.Time) bool {
 // timer fires or is stopped it still returns that deadline; for a timer
 // initialized by Init and never armed, it returns the zero Time. A
 // deadline more than about 292 years from the hierarchy's origin is held
-// at that limit.
+// at that limit. A deadline that had already passed when the timer was
+// armed by AfterFunc, AtFunc or Reset, but lay within the tick the clock
+// was in, is returned as the start of that tick: that is what makes it due
+// at once, on the next Advance, rather than at the next tick boundary.
 func (t *Timer) Deadline() time.Time {
 	s := t.shard("Deadline")
 	w := t.when.Load()
