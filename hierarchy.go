@@ -43,7 +43,9 @@
 // kept in nanoseconds since the origin, so one at or beyond the largest
 // Duration (about 292 years) from the origin is held at that limit and
 // never fires, as the clock's reading saturates there too: firing it would
-// be early.
+// be early. For the same reason, so does a deadline whose tick, rounded
+// up, starts beyond that limit: with the default tick, one less than a
+// millisecond before it; with WithTick(time.Hour), up to an hour before.
 //
 // # Many cores
 //
