@@ -72,8 +72,8 @@ func lazyTimerMidSlot(t *testing.T, f func()) (*Hierarchy, *fakeClock, *Timer) {
 // reads come before a cascade that takes its timer down to level 0 (filed
 // by its old deadline) and whose store comes after must notice the cascade
 // (seq changed) and file the timer again, or Next reports the old deadline.
-// (TestLazyReset_CascadeBeforeStore means to cover this, but its timer, due
-// at the first tick of its slot, is not cascaded by its Advance.)
+// Here the store comes after the whole cascade; in
+// TestLazyReset_CascadeBeforeStore it comes between two of its batches.
 func TestMutants_LazyResetStraddlingCascadeIntoLevel0(t *testing.T) {
 	h, clk, tm := lazyTimerMidSlot(t, func() {})
 	origin := h.origin

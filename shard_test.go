@@ -177,23 +177,75 @@ func lazyTimer(t *testing.T) (*Hierarchy, *fakeClock, *Timer) {
 
 // TestLazyReset_CascadeBeforeStore covers a lock-free Reset whose reads
 // come before a cascade of its timer's slot and whose store comes after:
-// the cascade filed the timer by its old deadline, so the Reset must take
-// the lock and file it again, or Next would be early.
+// the cascade filed the timer at level 0 by its old deadline, so the Reset
+// must notice (seq changed; filed is the same due tick) and file it again,
+// or Next is early. The timer, due mid-slot at 2m0.5s, is the first of the
+// minute slot that cascades at 2m, in batches of one timer; the Reset
+// stores its deadline between two batches, once its timer is at level 0.
 func TestLazyReset_CascadeBeforeStore(t *testing.T) {
-	h, clk, tm := lazyTimer(t)
+	h, clk := newFake(t, WithShards(1))
+	h.batch = 1
+	origin := h.origin
+	s := h.shards[0]
+	tm := h.AtFunc(origin.Add(2*time.Minute+500*time.Millisecond), func() {})
+	var others []*Timer
+	for i := range 3 { // later in the same minute slot: the cascade takes batches after tm's
+		others = append(others, h.AtFunc(origin.Add(2*time.Minute+time.Duration(10+i)*time.Second), func() {}))
+	}
+	require.GreaterOrEqual(t, tm.filed.Load()-s.now.Load(), h.lazyTicks, "the timer is beyond level 0")
+
 	defer func() { testHookLazyReset = nil }()
+	read, store := make(chan struct{}), make(chan struct{})
 	testHookLazyReset = func(_ *Timer, stage int) {
-		if stage == 0 {
+		if stage == 0 { // the Reset has read seq, filed and now, and takes the lock-free path
 			testHookLazyReset = nil
-			clk.Add(time.Minute + 59*time.Second + 500*time.Millisecond)
-			h.Advance() // cascades the timer down to level 0, by its old deadline
+			close(read)
+			<-store
 		}
 	}
-	assert.True(t, tm.ResetAt(h.origin.Add(3*time.Minute)))
+	resetDone := make(chan bool, 1)
+	go func() { resetDone <- tm.ResetAt(origin.Add(3 * time.Minute)) }()
+	select {
+	case <-read:
+	case <-time.After(5 * time.Second):
+		close(store)
+		t.Fatal("hung: the Reset never reached its lock-free path (hook stage 0)")
+	}
+
+	batches := 0
+	var cascaded, reset bool
+	h.betweenBatches = func() {
+		if batches++; batches != 1 {
+			return
+		}
+		// Batch 1 moved tm down to level 0, filed by its old deadline.
+		s.lock()
+		cascaded = tm.next != nil && s.levels[0].slots[s.levels[0].slotOf(tm.filed.Load())].next == tm
+		s.mu.Unlock()
+		close(store) // the Reset stores its deadline with the cascade half done
+		select {
+		case reset = <-resetDone:
+		case <-time.After(5 * time.Second):
+			t.Error("hung: the Reset did not return while the cascade let the shard's lock go")
+		}
+	}
+	clk.Set(origin.Add(2 * time.Minute))
+	assert.Equal(t, 0, advanceWithin(t, h, "a cascade in batches of one, a Reset storing between two"))
+	h.betweenBatches = nil
+	require.True(t, cascaded, "the first batch of the cascade took the timer down to level 0")
+	assert.True(t, reset, "the Reset found the timer armed")
+	mustCheck(t, h)
+	for _, o := range others {
+		require.True(t, o.Stop())
+	}
 	next, ok := h.Next()
 	require.True(t, ok)
-	assert.Equal(t, h.origin.Add(3*time.Minute), next, "Next is the new deadline")
-	mustCheck(t, h)
+	assert.Equal(t, origin.Add(3*time.Minute), next, "Next is the new deadline, not the old one the cascade filed the timer by")
+	clk.Set(origin.Add(2*time.Minute + 59*time.Second))
+	assert.Equal(t, 0, advanceWithin(t, h, "up to just before the new deadline"), "the timer fired before its new deadline")
+	clk.Set(origin.Add(3 * time.Minute))
+	assert.Equal(t, 1, advanceWithin(t, h, "the new deadline"), "the timer fires at its new deadline")
+	assert.Equal(t, 0, h.Len())
 }
 
 // TestLazyReset_StopAfterStore covers a lock-free Reset whose timer is
