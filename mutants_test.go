@@ -687,3 +687,81 @@ func TestMutants_LastTickOfRevolution(t *testing.T) {
 	}
 	assert.Equal(t, map[int64]int64{9: 9, 99: 99, 999: 999, 9999: 9999}, firedAt, "each timer fired on its tick")
 }
+
+// TestMutants_LazyResetReadsFrontierBeforeNow: a lock-free Reset loads the
+// running Advance's frontier, then its shard's now; endAdvance moves every
+// shard's now, then clears the frontier. So whatever happens between the
+// two loads, one of them sees the Advance's progress. Here the end of the
+// Advance runs exactly between them (test hook, stage 2). The timer was
+// armed by a callback, into a shard whose now lagged (it had no work), for
+// a tick already fired: it waits on the late list, filed beyond that
+// shard's now but not beyond the frontier. The Reset moves it later, still
+// before the Advance's tick: it must take the lock and file it by its new
+// deadline, so that Next reports that deadline and the next Advance fires
+// it. Loaded the other way round (now, hook, frontier), the Reset sees the
+// old now and the cleared frontier and keeps the old filing lock-free:
+// Next is early and the timer misses the next Advance.
+func TestMutants_LazyResetReadsFrontierBeforeNow(t *testing.T) {
+	h, clk := newFake(t, WithShards(2))
+	origin := h.origin
+	first, last := h.shards[0], h.shards[1]
+	var pick atomic.Pointer[shard]
+	pick.Store(first)
+	h.pick = func() *shard { return pick.Load() }
+
+	armed := make(chan *Timer, 1)
+	atHook := make(chan struct{})
+	ended := make(chan struct{})
+	var yFired atomic.Int32
+	h.AfterFunc(2*time.Second, func() {
+		pick.Store(last)
+		y := h.AtFunc(origin.Add(2*time.Second), func() { yFired.Add(1) })
+		armed <- y
+		select { // the Reset loads the frontier while this Advance runs
+		case <-atHook:
+		case <-time.After(5 * time.Second):
+			t.Error("hung: the Reset never reached its hook between its loads of the frontier and of now")
+		}
+	})
+	defer func() { testHookLazyReset = nil }()
+	var y *Timer
+	testHookLazyReset = func(x *Timer, stage int) {
+		if stage != 2 || x != y {
+			return
+		}
+		testHookLazyReset = nil
+		close(atHook)
+		select { // the Advance ends: the shards' now moves, the frontier is cleared
+		case <-ended:
+		case <-time.After(5 * time.Second):
+			t.Error("hung: the Advance did not end while the Reset waited between its loads")
+		}
+	}
+	resetDone := make(chan bool, 1)
+	go func() {
+		y = <-armed
+		resetDone <- y.ResetAt(origin.Add(2500 * time.Millisecond))
+	}()
+
+	clk.Set(origin.Add(2900 * time.Millisecond))
+	require.Equal(t, 1, advanceWithin(t, h, "the Advance whose callback arms the timer"))
+	close(ended)
+	var reset bool
+	select {
+	case reset = <-resetDone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("hung: the Reset did not return after the Advance ended")
+	}
+	assert.True(t, reset, "the Reset found the timer armed")
+	assert.Same(t, last, y.sh.Load(), "the timer is in the shard that had no work")
+	assert.Equal(t, 1, h.Len())
+	next, ok := h.Next()
+	require.True(t, ok)
+	assert.Equal(t, origin.Add(2500*time.Millisecond), next, "Next is the timer's new (past) deadline, not the tick it was filed at before the Reset")
+	mustCheck(t, h)
+	clk.Set(origin.Add(3 * time.Second))
+	advanceWithin(t, h, "the next Advance")
+	assert.Equal(t, int32(1), yFired.Load(), "a timer moved to a past deadline fires once, on the next Advance")
+	assert.Equal(t, 0, h.Len())
+	mustCheck(t, h)
+}
