@@ -3,6 +3,7 @@ package timingwheel
 import (
 	"math"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -22,23 +23,91 @@ import (
 // mustReturn runs f on a goroutine of its own and fails the test, naming
 // what hung, unless f returns within d (the hung goroutine is left behind;
 // it holds only the test's own hierarchy). A panic of f is raised again
-// here. f must not call t.FailNow (use assert, not require, inside it).
+// here. If f ends its goroutine by t.FailNow (a require inside it), the test
+// stops here too.
 func mustReturn(t *testing.T, d time.Duration, what string, f func()) {
 	t.Helper()
 	done := make(chan struct{})
 	var p any
+	returned := false
 	go func() {
 		defer close(done)
 		defer func() { p = recover() }()
 		f()
+		returned = true
 	}()
 	select {
 	case <-done:
 		if p != nil {
 			panic(p)
 		}
+		if !returned {
+			t.FailNow() // f called t.FailNow (or runtime.Goexit): it has reported why
+		}
 	case <-time.After(d):
 		t.Fatalf("hung: %s did not return within %v", what, d)
+	}
+}
+
+// mustProgress runs f on a goroutine of its own, as mustReturn does, and
+// fails the test, naming what hung and where, if progress (read with
+// atomic loads; f moves it on as it works) stays put for stall.
+func mustProgress(t *testing.T, stall time.Duration, what string, progress *atomic.Int64, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	var p any
+	returned := false
+	go func() {
+		defer close(done)
+		defer func() { p = recover() }()
+		f()
+		returned = true
+	}()
+	tick := time.NewTicker(stall)
+	defer tick.Stop()
+	last := progress.Load()
+	for {
+		select {
+		case <-done:
+			if p != nil {
+				panic(p)
+			}
+			if !returned {
+				t.FailNow()
+			}
+			return
+		case <-tick.C:
+			now := progress.Load()
+			if now == last {
+				t.Fatalf("hung: %s made no progress for %v, at step %d", what, stall, now)
+			}
+			last = now
+		}
+	}
+}
+
+// stopWithin is h.Stop under mustReturn: Stop waits for the driver.
+func stopWithin(t *testing.T, h *Hierarchy, what string) {
+	t.Helper()
+	mustReturn(t, 10*time.Second, "Stop of the driver ("+what+")", h.Stop)
+}
+
+// waitWithin is wg.Wait under mustReturn.
+func waitWithin(t *testing.T, d time.Duration, wg *sync.WaitGroup, what string) {
+	t.Helper()
+	mustReturn(t, d, what, wg.Wait)
+}
+
+// recvWithin waits for a value on ch, failing the test, naming what hung,
+// unless one comes within d.
+func recvWithin[T any](t *testing.T, d time.Duration, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatalf("hung: %s did not happen within %v", what, d)
+		panic("unreachable")
 	}
 }
 
@@ -224,7 +293,7 @@ func cascadeWithWaiter(t *testing.T) {
 			timers[i].ResetAt(h.origin.Add(30*time.Second + time.Duration(i%1000)*time.Millisecond))
 		}
 	}()
-	<-started
+	recvWithin(t, 5*time.Second, started, "the goroutine stopping and re-arming timers getting going")
 	clk.Add(time.Second + 500*time.Millisecond)
 	advanceWithin(t, h, "a cascade in batches of one timer, with a goroutine waiting for the shard's lock")
 	stop.Store(true)
@@ -321,7 +390,7 @@ func TestMutants_NewTimerAvoidsHeldShard(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Error("AfterFunc waited for its shard's held lock instead of using another shard")
 		s.mu.Unlock()
-		tm = <-done
+		tm = recvWithin(t, 5*time.Second, done, "AfterFunc, once the shard's lock was let go")
 		s.mu.Lock()
 	}
 	s.mu.Unlock()
@@ -494,6 +563,8 @@ func TestMutants_LazyResetAsAdvanceEnds(t *testing.T) {
 		iterations = 1000
 	}
 	stopAt := time.Now().Add(5 * time.Second)
+	var ended atomic.Bool
+	t.Cleanup(func() { ended.Store(true) }) // should the test fail, the spinning goroutine below ends
 	for iter := 0; iter < iterations && time.Now().Before(stopAt); iter++ {
 		h, clk := newFake(t, WithShards(shards), WithLevels(8, 8, 8, 8))
 		origin := h.origin
@@ -514,7 +585,7 @@ func TestMutants_LazyResetAsAdvanceEnds(t *testing.T) {
 			y := <-armed
 			// Wait for the frontier to be cleared (or for the Advance to
 			// return, should it leave the frontier set).
-			for spins := 0; h.frontier.Load() != math.MinInt64 && !advanced.Load(); spins++ {
+			for spins := 0; h.frontier.Load() != math.MinInt64 && !advanced.Load() && !ended.Load(); spins++ {
 				if spins%1024 == 1023 {
 					runtime.Gosched()
 				}
@@ -678,7 +749,8 @@ func TestMutants_LastTickOfRevolution(t *testing.T) {
 		})
 		require.NoError(t, h.check(), "after arming a timer for tick %d", d)
 	}
-	for h.Len() > 0 {
+	for steps := 0; h.Len() > 0; steps++ {
+		require.Less(t, steps, 100, "hung: the walk by Next does not end: %d timers armed after %d steps", h.Len(), steps)
 		next, ok := h.Next()
 		require.True(t, ok)
 		clk.Set(next)
