@@ -44,7 +44,7 @@ func TestShards_AdvanceMergesInDueOrder(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, h.origin.Add(want[0]), next, "Next is the earliest deadline over all shards")
 	clk.Add(10 * time.Second)
-	assert.Equal(t, 400, h.Advance())
+	assert.Equal(t, 400, advanceWithin(t, h, "four shards merged in due order"))
 	assert.Equal(t, want, got, "callbacks of all shards run in deadline order")
 	mustCheck(t, h)
 }
@@ -64,7 +64,7 @@ func TestShards_HammerOneTimer(t *testing.T) {
 		running.Add(-1)
 	})
 	var armings, endings atomic.Int64
-	stop := advanceContinuously(h, clk)
+	stop := advanceContinuously(t, h, clk)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -84,7 +84,7 @@ func TestShards_HammerOneTimer(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	waitWithin(t, 30*time.Second, &wg, "the goroutines hammering one timer")
 	stop()
 	if tm.Stop() {
 		endings.Add(1)
@@ -127,7 +127,7 @@ func TestCascade_TimersStayStoppableBetweenBatches(t *testing.T) {
 		recs[i] = r
 	}
 	clk.Add(29 * time.Second)
-	h.Advance() // cascades the minutes level into the seconds level
+	advanceWithin(t, h, "the minutes level cascading into the seconds level") // cascades the minutes level into the seconds level
 	var wg sync.WaitGroup
 	var go1 atomic.Bool
 	for g := range 2 {
@@ -154,10 +154,10 @@ func TestCascade_TimersStayStoppableBetweenBatches(t *testing.T) {
 	}
 	clk.Add(time.Second + 500*time.Millisecond)
 	go1.Store(true)
-	h.Advance() // cascades the slot of second 30, in batches
-	wg.Wait()
+	mustReturn(t, 30*time.Second, "Advance (a cascade of 20,000 timers in batches, with goroutines stopping and re-arming them)", func() { h.Advance() })
+	waitWithin(t, 30*time.Second, &wg, "the goroutines stopping and re-arming timers during the cascade")
 	clk.Add(5 * time.Second)
-	h.Advance()
+	advanceWithin(t, h, "the timers left after the cascade")
 	for i, r := range recs {
 		assert.Equal(t, r.armings.Load()-r.cancels.Load(), r.fired.Load(), "timer %d: armings - cancels = fired", i)
 	}
@@ -281,7 +281,7 @@ func TestLazyReset_WaitsForCascadeBatch(t *testing.T) {
 	}
 	s.seq.Add(1)
 	s.mu.Unlock()
-	assert.True(t, <-done)
+	assert.True(t, recvWithin(t, 5*time.Second, done, "the Reset waiting for the cascade batch, once the batch ended"))
 	mustCheck(t, h)
 }
 
@@ -297,7 +297,7 @@ func TestNext_BoundedScan(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, h.origin.Add(30*time.Second), next, "the slot's cascade")
 	clk.Set(next)
-	assert.Equal(t, 0, h.Advance(), "a cascade, no firing")
+	assert.Equal(t, 0, advanceWithin(t, h, "the cascade of a slot of more timers than Next looks at"), "a cascade, no firing")
 	next, ok = h.Next()
 	require.True(t, ok)
 	assert.Equal(t, h.origin.Add(30500*time.Millisecond), next, "exact after the cascade")
@@ -330,7 +330,7 @@ func TestParallelCallbacks(t *testing.T) {
 		close(ready)
 	}
 	clk.Add(time.Second)
-	assert.Equal(t, n, h.Advance())
+	assert.Equal(t, n, advanceWithin(t, h, "a mass expiry with parallel callbacks"))
 	assert.Equal(t, int64(n), fired.Load())
 	assert.Equal(t, 0, h.Len())
 	mustCheck(t, h)
@@ -349,9 +349,9 @@ func TestParallelCallbacks_PanicPropagates(t *testing.T) {
 		})
 	}
 	clk.Add(time.Second)
-	assert.PanicsWithValue(t, "boom", func() { h.Advance() })
+	assert.PanicsWithValue(t, "boom", func() { advanceWithin(t, h, "parallel callbacks, one panicking") })
 	mustCheck(t, h)
-	h.Advance()
+	advanceWithin(t, h, "the rest after the panic")
 	assert.Equal(t, int64(9), fired.Load(), "the rest fire on the next Advance")
 	assert.Equal(t, 0, h.Len())
 }
@@ -364,7 +364,7 @@ func TestStats(t *testing.T) {
 	}
 	h.AfterFunc(time.Hour, func() {}).Stop()
 	clk.Add(20 * time.Millisecond) // the first timer fires 19ms late
-	assert.Equal(t, 10, h.Advance())
+	assert.Equal(t, 10, advanceWithin(t, h, "ten timers, for the stats"))
 	st := h.Stats()
 	assert.Equal(t, 0, st.Armed)
 	assert.Equal(t, uint64(11), st.Started)
@@ -431,13 +431,15 @@ func TestShards_UnarmedTimerFollowsItsUser(t *testing.T) {
 	assert.Equal(t, 1, h.Len())
 	mustCheck(t, h)
 	clk.Add(time.Second)
-	assert.Equal(t, 1, h.Advance())
+	assert.Equal(t, 1, advanceWithin(t, h, "the timer that moved shards"))
 	assert.Equal(t, int32(1), fired.Load())
 
 	// The other shard's lock is held: the timer stays where it is.
 	h.shards[0].lock()
 	cur = h.shards[0]
-	assert.False(t, tm.Reset(time.Second))
+	var armed bool
+	mustReturn(t, 5*time.Second, "Reset of an unarmed timer whose processor's shard is locked", func() { armed = tm.Reset(time.Second) })
+	assert.False(t, armed)
 	h.shards[0].mu.Unlock()
 	assert.Same(t, h.shards[2], tm.sh.Load())
 	mustCheck(t, h)
@@ -449,7 +451,7 @@ func TestStats_LatenessOfAncientDeadline(t *testing.T) {
 	h, clk := newFake(t)
 	clk.Add(time.Second)
 	h.AtFunc(time.Time{}, func() {})
-	h.Advance()
+	advanceWithin(t, h, "a deadline centuries past")
 	st := h.Stats()
 	assert.Equal(t, uint64(1), st.Lateness[LatenessBuckets-1])
 	assert.Equal(t, time.Duration(math.MaxInt64), st.MaxLateness)
