@@ -781,18 +781,25 @@ func TestMutants_LazyResetReadsFrontierBeforeNow(t *testing.T) {
 	pick.Store(first)
 	h.pick = func() *shard { return pick.Load() }
 
+	// The goroutines below wait for each other at most 2s, then carry on
+	// and leave a flag for the test to report: they must not call t's
+	// methods, which they may outlive if the test fails first.
 	armed := make(chan *Timer, 1)
 	atHook := make(chan struct{})
 	ended := make(chan struct{})
+	var endOnce sync.Once
+	end := func() { endOnce.Do(func() { close(ended) }) }
+	defer end() // should the test fail first, the Reset goes on
 	var yFired atomic.Int32
+	var noHook, noEnd atomic.Bool
 	h.AfterFunc(2*time.Second, func() {
 		pick.Store(last)
 		y := h.AtFunc(origin.Add(2*time.Second), func() { yFired.Add(1) })
 		armed <- y
 		select { // the Reset loads the frontier while this Advance runs
 		case <-atHook:
-		case <-time.After(5 * time.Second):
-			t.Error("hung: the Reset never reached its hook between its loads of the frontier and of now")
+		case <-time.After(2 * time.Second):
+			noHook.Store(true)
 		}
 	})
 	defer func() { testHookLazyReset = nil }()
@@ -805,8 +812,8 @@ func TestMutants_LazyResetReadsFrontierBeforeNow(t *testing.T) {
 		close(atHook)
 		select { // the Advance ends: the shards' now moves, the frontier is cleared
 		case <-ended:
-		case <-time.After(5 * time.Second):
-			t.Error("hung: the Advance did not end while the Reset waited between its loads")
+		case <-time.After(2 * time.Second):
+			noEnd.Store(true)
 		}
 	}
 	resetDone := make(chan bool, 1)
@@ -816,14 +823,12 @@ func TestMutants_LazyResetReadsFrontierBeforeNow(t *testing.T) {
 	}()
 
 	clk.Set(origin.Add(2900 * time.Millisecond))
-	require.Equal(t, 1, advanceWithin(t, h, "the Advance whose callback arms the timer"))
-	close(ended)
-	var reset bool
-	select {
-	case reset = <-resetDone:
-	case <-time.After(5 * time.Second):
-		t.Fatal("hung: the Reset did not return after the Advance ended")
-	}
+	n := advanceWithin(t, h, "the Advance whose callback arms the timer")
+	end()
+	require.False(t, noHook.Load(), "hung: the Reset never reached its hook between its loads of the frontier and of now")
+	require.Equal(t, 1, n, "the Advance ran the callback that arms the timer, and only that")
+	reset := recvWithin(t, 5*time.Second, resetDone, "the Reset's return after the Advance ended")
+	require.False(t, noEnd.Load(), "hung: the Advance did not end while the Reset waited between its loads")
 	assert.True(t, reset, "the Reset found the timer armed")
 	assert.Same(t, last, y.sh.Load(), "the timer is in the shard that had no work")
 	assert.Equal(t, 1, h.Len())

@@ -194,8 +194,14 @@ func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, tm.filed.Load()-s.now.Load(), h.lazyTicks, "the timer is beyond level 0")
 
+	// The Reset's goroutine and the cascade's hook wait for each other
+	// at most 2s, then carry on and leave a flag for the test to report:
+	// they must not call t's methods, which they may outlive.
 	defer func() { testHookLazyReset = nil }()
 	read, store := make(chan struct{}), make(chan struct{})
+	var storeOnce sync.Once
+	letStore := func() { storeOnce.Do(func() { close(store) }) }
+	defer letStore() // should the test fail first, the Reset goes on
 	testHookLazyReset = func(_ *Timer, stage int) {
 		if stage == 0 { // the Reset has read seq, filed and now, and takes the lock-free path
 			testHookLazyReset = nil
@@ -205,15 +211,10 @@ func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 	}
 	resetDone := make(chan bool, 1)
 	go func() { resetDone <- tm.ResetAt(origin.Add(3 * time.Minute)) }()
-	select {
-	case <-read:
-	case <-time.After(5 * time.Second):
-		close(store)
-		t.Fatal("hung: the Reset never reached its lock-free path (hook stage 0)")
-	}
+	recvWithin(t, 5*time.Second, read, "the Reset reaching its lock-free path (hook stage 0)")
 
 	batches := 0
-	var cascaded, reset bool
+	var cascaded, reset, returned bool
 	h.betweenBatches = func() {
 		if batches++; batches != 1 {
 			return
@@ -222,17 +223,18 @@ func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 		s.lock()
 		cascaded = tm.next != nil && s.levels[0].slots[s.levels[0].slotOf(tm.filed.Load())].next == tm
 		s.mu.Unlock()
-		close(store) // the Reset stores its deadline with the cascade half done
+		letStore() // the Reset stores its deadline with the cascade half done
 		select {
 		case reset = <-resetDone:
-		case <-time.After(5 * time.Second):
-			t.Error("hung: the Reset did not return while the cascade let the shard's lock go")
+			returned = true
+		case <-time.After(2 * time.Second):
 		}
 	}
 	clk.Set(origin.Add(2 * time.Minute))
 	assert.Equal(t, 0, advanceWithin(t, h, "a cascade in batches of one, a Reset storing between two"))
 	h.betweenBatches = nil
 	require.True(t, cascaded, "the first batch of the cascade took the timer down to level 0")
+	require.True(t, returned, "hung: the Reset did not return within 2s while the cascade let the shard's lock go")
 	assert.True(t, reset, "the Reset found the timer armed")
 	mustCheck(t, h)
 	for _, o := range others {
