@@ -842,3 +842,41 @@ func TestMutants_LazyResetReadsFrontierBeforeNow(t *testing.T) {
 	assert.Equal(t, 0, h.Len())
 	mustCheck(t, h)
 }
+
+// TestMutants_DriverSeesDeadlineReachedOnLastRearm: while the driver arms
+// its clock timer, another goroutine keeps moving the mock (here: 1µs
+// after each of the driver's readings before arming), so the driver arms
+// again and again, at most 101 times. If the mock reaches the deadline
+// during the last try, the timer is due: the driver must see it and fire,
+// not go to sleep on a clock timer armed late by the moves.
+func TestMutants_DriverSeesDeadlineReachedOnLastRearm(t *testing.T) {
+	mock := clock.NewMock()
+	start := mock.Now()
+	clk := &injectingClock{Mock: mock, after: func(int64) {}}
+	h, err := New(WithClock(clk), WithShards(1))
+	require.NoError(t, err)
+	fired := make(chan time.Duration, 1)
+	h.AfterFunc(10*time.Millisecond, func() { fired <- mock.Now().Sub(start) })
+	clk.reads.Store(0)
+	// Read 1 is the driver's Advance. Then try k (k = 0..100) of its
+	// arming reads the clock before arming (read 2+2k) and after (3+2k).
+	// The mock moves 1µs after each reading before arming, so every try
+	// sees it moved; after the last try's, read 202, onto the deadline.
+	clk.after = func(n int64) {
+		switch {
+		case n >= 2 && n < 202 && n%2 == 0:
+			mock.Add(time.Microsecond)
+		case n == 202:
+			mock.Add(10*time.Millisecond - mock.Now().Sub(start))
+		}
+	}
+	h.Start()
+	defer stopWithin(t, h, "after a mock moved during each of its armings")
+	select {
+	case at := <-fired:
+		assert.Equal(t, 10*time.Millisecond, at, "the timer fired with the mock at its deadline")
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the timer due at 10ms did not fire with the mock at %v, after %d clock readings by the driver: it slept on a clock timer armed late", mock.Now().Sub(start), clk.reads.Load())
+	}
+	assert.GreaterOrEqual(t, clk.reads.Load(), int64(203), "the driver armed its clock timer 101 times")
+}
