@@ -91,6 +91,9 @@ func (sh *shard) check() error {
 				return fmt.Errorf("timer due at tick %d filed later, at %d", d, f)
 			}
 			n++
+			if n > sh.count {
+				return fmt.Errorf("more timers in lists than the %d armed (a list that loops?)", sh.count)
+			}
 			if err := each(x); err != nil {
 				return err
 			}

@@ -73,7 +73,7 @@ func TestDriver_MockMovedOntoDeadlineBetweenReadAndArm(t *testing.T) {
 			mock.Add(500 * time.Microsecond)
 		}
 		watchdog(t, 5*time.Second, fmt.Sprintf("a due timer left unfired by the driver on a mock moved after read %d", k), fired)
-		h.Stop()
+		stopWithin(t, h, fmt.Sprintf("after a mock moved after read %d", k))
 	}
 }
 
@@ -115,7 +115,7 @@ func TestDriver_MockMovedConcurrentlyDoesNotDeadlock(t *testing.T) {
 		}
 	}()
 	watchdog(t, 10*time.Second, "the hierarchy or the mock after concurrent mock moves", done)
-	h.Stop()
+	stopWithin(t, h, "after concurrent mock moves")
 	assert.Equal(t, int64(50), fired.Load())
 }
 
@@ -127,7 +127,9 @@ func TestDriver_MockMovedByAnotherGoroutine(t *testing.T) {
 	h, err := New(WithClock(mock))
 	require.NoError(t, err)
 	h.Start()
-	defer h.Stop()
+	defer stopWithin(t, h, "after timers on a mock moved by another goroutine")
+	quit := make(chan struct{})
+	defer close(quit) // the goroutine moving the mock ends with the test, also if it fails
 	r := rand.New(rand.NewPCG(1, 2))
 	const n = 300
 	var fired [n]atomic.Int32
@@ -146,10 +148,19 @@ func TestDriver_MockMovedByAnotherGoroutine(t *testing.T) {
 	go func() {
 		defer close(done)
 		for mock.Now().Sub(start) < 250*time.Millisecond {
+			select {
+			case <-quit:
+				return
+			default:
+			}
 			mock.Add(time.Duration(r.Int64N(int64(3 * time.Millisecond))))
 		}
 		for h.Len() > 0 {
-			time.Sleep(time.Millisecond)
+			select {
+			case <-quit:
+				return
+			case <-time.After(time.Millisecond):
+			}
 		}
 	}()
 	watchdog(t, 30*time.Second, "timers on a mock moved by another goroutine, with the driver", done)
@@ -166,21 +177,16 @@ func TestDriver_MockMovedByAnotherGoroutine(t *testing.T) {
 func TestDriver_StartInBubbleOfNewOutside(t *testing.T) {
 	h, err := New()
 	require.NoError(t, err)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		synctest.Test(t, func(t *testing.T) {
-			h.Start()
-			defer h.Stop()
-			var n atomic.Int32
-			h.AfterFunc(time.Second, func() { n.Add(1) })
-			synctest.Wait()
-			time.Sleep(2 * time.Second)
-			synctest.Wait()
-			assert.Equal(t, int32(1), n.Load())
-		})
-	}()
-	watchdog(t, 10*time.Second, "a synctest bubble with the driver of a hierarchy made outside it", done)
+	inBubble(t, "the driver of a hierarchy made outside the bubble", func(t *testing.T) {
+		h.Start()
+		defer h.Stop()
+		var n atomic.Int32
+		h.AfterFunc(time.Second, func() { n.Add(1) })
+		synctest.Wait()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(1), n.Load())
+	})
 }
 
 // TestDriver_StopOfLastTimerStopsClockTimer checks, with a mock, that
@@ -192,7 +198,7 @@ func TestDriver_StopOfLastTimerStopsClockTimer(t *testing.T) {
 	h, err := New(WithClock(clk))
 	require.NoError(t, err)
 	h.Start()
-	defer h.Stop()
+	defer stopWithin(t, h, "after its last timer was stopped")
 	tm := h.AfterFunc(time.Second, func() { t.Error("stopped timer fired") })
 	time.Sleep(10 * time.Millisecond) // the driver goes to sleep until 1s
 	require.True(t, tm.Stop())
@@ -207,7 +213,7 @@ func TestDriver_StopOfLastTimerStopsClockTimer(t *testing.T) {
 // second away, is woken for a timer due now, whose callback stops the
 // first: with nothing armed it must not wake at the second either.
 func TestDriver_LastTimerStoppedWhileAwake(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, "a driver woken for a timer whose callback stops the last other", func(t *testing.T) {
 		h, clk := startCounting(t)
 		far := h.AfterFunc(time.Second, func() { t.Error("stopped timer fired") })
 		synctest.Wait() // asleep until 1s

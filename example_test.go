@@ -193,8 +193,12 @@ func ExampleHierarchy_Start() {
 
 	done := make(chan struct{})
 	h.AfterFunc(10*time.Millisecond, func() { close(done) })
-	<-done
-	fmt.Println("fired; armed now:", h.Len())
+	select {
+	case <-done:
+		fmt.Println("fired; armed now:", h.Len())
+	case <-time.After(10 * time.Second):
+		fmt.Println("not fired within 10s")
+	}
 	// Output:
 	// fired; armed now: 0
 }

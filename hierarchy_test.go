@@ -69,8 +69,9 @@ func newFake(t testing.TB, opts ...Option) (*Hierarchy, *fakeClock) {
 
 // advanceContinuously moves clk by a millisecond and advances h, over and
 // over on its own goroutine, until the returned function is called; that
-// function returns once the goroutine has stopped.
-func advanceContinuously(h *Hierarchy, clk *fakeClock) (stop func()) {
+// function returns once the goroutine has stopped, or fails the test if it
+// does not within 10s (an Advance hung).
+func advanceContinuously(t *testing.T, h *Hierarchy, clk *fakeClock) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -84,7 +85,11 @@ func advanceContinuously(h *Hierarchy, clk *fakeClock) (stop func()) {
 			h.Advance()
 		}
 	})
-	return func() { close(done); wg.Wait() }
+	return func() {
+		t.Helper()
+		close(done)
+		waitWithin(t, 10*time.Second, &wg, "the goroutine advancing continuously (its Advance)")
+	}
 }
 
 // recorder collects the names of fired timers in order.
@@ -109,9 +114,18 @@ func (r *recorder) take() []string {
 	return got
 }
 
+// mustCheck fails the test unless h's invariants hold (see check), or if
+// the check, which takes every shard's lock, does not return within 10s.
 func mustCheck(t testing.TB, h *Hierarchy) {
 	t.Helper()
-	require.NoError(t, h.check())
+	done := make(chan error, 1)
+	go func() { done <- h.check() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("hung: the invariant check did not return within 10s (a shard's lock left held?)")
+	}
 }
 
 func TestGuarantee1_NeverEarlyAtMostOneTickLate(t *testing.T) {
@@ -142,7 +156,7 @@ func TestGuarantee1_NeverEarlyAtMostOneTickLate(t *testing.T) {
 	origin := clk.Now()
 	for i, st := range steps {
 		clk.Set(origin.Add(st.to))
-		n := h.Advance()
+		n := advanceWithin(t, h, fmt.Sprintf("step %d, at +%v", i, st.to))
 		got := r.take()
 		assert.ElementsMatch(t, st.want, got, "step %d: Advance at +%v", i, st.to)
 		assert.Equal(t, len(st.want), n, "step %d: Advance's count", i)
@@ -158,7 +172,7 @@ func TestGuarantee1_PastDeadlineFiresOnNextAdvanceNotInCall(t *testing.T) {
 	h.AfterFunc(-1, r.fn("after"))
 	assert.True(t, tm.Reset(-time.Minute), "Reset of an armed timer")
 	assert.Empty(t, r.take())
-	assert.Equal(t, 2, h.Advance())
+	assert.Equal(t, 2, advanceWithin(t, h, "past deadlines"))
 	assert.ElementsMatch(t, []string{"at", "after"}, r.take())
 }
 
@@ -179,13 +193,13 @@ func TestGuarantee2_PrecisionDoesNotDependOnDistance(t *testing.T) {
 			for _, at := range []time.Duration{d / 3, d / 2, d - time.Second, d - 1} {
 				if at > 0 {
 					clk.Set(origin.Add(at))
-					h.Advance()
+					advanceWithin(t, h, "a jump towards the deadline")
 					require.Equal(t, 0, fired, "fired early, at +%v", at)
 					mustCheck(t, h)
 				}
 			}
 			clk.Set(origin.Add(d))
-			assert.Equal(t, 1, h.Advance())
+			assert.Equal(t, 1, advanceWithin(t, h, "the deadline"))
 			assert.Equal(t, 1, fired)
 			assert.Equal(t, 0, h.Len())
 		})
@@ -195,12 +209,15 @@ func TestGuarantee2_PrecisionDoesNotDependOnDistance(t *testing.T) {
 func TestGuarantee2_LargestDurationDoesNotOverflow(t *testing.T) {
 	h, clk := newFake(t)
 	fired := false
-	tm := h.AfterFunc(math.MaxInt64, func() { fired = true })
+	var tm, at *Timer
+	mustReturn(t, 5*time.Second, "AfterFunc and AtFunc of deadlines at the end of time", func() {
+		tm = h.AfterFunc(math.MaxInt64, func() { fired = true })
+		at = h.AtFunc(time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), func() { fired = true })
+	})
 	assert.Equal(t, clk.Now().Add(math.MaxInt64), tm.Deadline())
-	at := h.AtFunc(time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), func() { fired = true })
 	for range 20 { // 20 jumps of ten years
 		clk.Add(10 * 365 * 24 * time.Hour)
-		h.Advance()
+		advanceWithin(t, h, "a jump of ten years")
 		mustCheck(t, h)
 	}
 	assert.False(t, fired)
@@ -219,7 +236,7 @@ func TestGuarantee3_Order(t *testing.T) {
 		tm = h.AfterFunc(d, func() { got = append(got, tm.Deadline().Sub(clk.Now())) })
 	}
 	clk.Add(10 * time.Second)
-	assert.Equal(t, 2000, h.Advance())
+	assert.Equal(t, 2000, advanceWithin(t, h, "2000 timers through every level"))
 	// Deadlines relative to the same now: rounded up to the tick they must
 	// be non-decreasing.
 	for i := 1; i < len(got); i++ {
@@ -257,9 +274,9 @@ func TestGuarantee4_ExactlyOnce(t *testing.T) {
 	b = h.AfterFunc(time.Second, r.fn("b"))
 	c = h.AfterFunc(time.Second, r.fn("c"))
 	clk.Add(time.Second)
-	h.Advance()
+	advanceWithin(t, h, "a tick with callbacks stopping and resetting others")
 	clk.Add(2 * time.Second)
-	h.Advance()
+	advanceWithin(t, h, "the re-armed timers")
 	counts := map[string]int{}
 	for _, g := range r.take() {
 		counts[g]++
@@ -290,7 +307,7 @@ func TestGuarantee4_StopTrueAfterCollection(t *testing.T) {
 		})
 	}
 	clk.Add(time.Second)
-	assert.Equal(t, 1, h.Advance())
+	assert.Equal(t, 1, advanceWithin(t, h, "a callback stopping the others of its tick"))
 	assert.Equal(t, n-1, stoppedTrue)
 	total := 0
 	for _, c := range ran {
@@ -306,14 +323,14 @@ func TestGuarantee4_ResetAfterFireArmsAgain(t *testing.T) {
 	n := 0
 	tm := h.AfterFunc(time.Millisecond, func() { n++ })
 	clk.Add(time.Millisecond)
-	h.Advance()
+	advanceWithin(t, h, "the first firing")
 	assert.Equal(t, 1, n)
 	assert.False(t, tm.Stop())
 	assert.False(t, tm.Reset(time.Millisecond), "the timer had fired")
 	assert.True(t, tm.Stop())
 	assert.False(t, tm.Reset(time.Millisecond))
 	clk.Add(time.Millisecond)
-	h.Advance()
+	advanceWithin(t, h, "the firing after the re-arming")
 	assert.Equal(t, 2, n)
 }
 
@@ -344,7 +361,7 @@ func TestGuarantee5_CallbacksAreFreeToCallBack(t *testing.T) {
 	_ = retransmit
 	for range 50 {
 		clk.Add(50 * time.Millisecond)
-		h.Advance()
+		advanceWithin(t, h, "a callback calling back into the hierarchy")
 	}
 	got := r.take()
 	assert.Equal(t, []string{"try1", "try2", "try3", "try4"}, filter(got, "try"))
@@ -370,16 +387,16 @@ func TestGuarantee5_SelfRearmForNowDoesNotSpin(t *testing.T) {
 	n := 0
 	var tm *Timer
 	tm = h.AfterFunc(0, func() { n++; tm.Reset(0) })
-	assert.Equal(t, 1, h.Advance())
-	assert.Equal(t, 1, h.Advance())
+	assert.Equal(t, 1, advanceWithin(t, h, "a callback re-arms itself for now"))
+	assert.Equal(t, 1, advanceWithin(t, h, "a callback re-arms itself for now, again"))
 	assert.Equal(t, 2, n)
 	assert.True(t, tm.Stop())
 }
 
 func TestGuarantee5_StopWithoutDriverReturnsAtOnce(t *testing.T) {
 	h, _ := newFake(t)
-	h.Stop()
-	h.Stop()
+	stopWithin(t, h, "never started")
+	stopWithin(t, h, "never started, a second time")
 }
 
 func TestGuarantee6_ClockAnomalies(t *testing.T) {
@@ -390,30 +407,30 @@ func TestGuarantee6_ClockAnomalies(t *testing.T) {
 	h.AtFunc(origin.Add(time.Hour), r.fn("1h"))
 
 	clk.Set(origin.Add(500 * time.Millisecond))
-	h.Advance()
+	advanceWithin(t, h, "half a second")
 	clk.Set(origin.Add(-time.Hour)) // backwards, before the origin
-	assert.Equal(t, 0, h.Advance())
+	assert.Equal(t, 0, advanceWithin(t, h, "the clock gone backwards"))
 	h.AfterFunc(time.Second, r.fn("armed-while-back")) // due at origin-59m59s
-	assert.Equal(t, 0, h.Advance())
+	assert.Equal(t, 0, advanceWithin(t, h, "the clock still backwards"))
 	next, ok := h.Next()
 	require.True(t, ok)
 	assert.False(t, next.After(origin.Add(-time.Hour+time.Second)))
 	mustCheck(t, h)
 
 	clk.Set(origin.Add(-time.Hour + time.Second))
-	assert.Equal(t, 1, h.Advance())
+	assert.Equal(t, 1, advanceWithin(t, h, "the deadline armed while backwards"))
 	assert.Equal(t, []string{"armed-while-back"}, r.take())
 	clk.Set(origin.Add(999 * time.Millisecond))
-	assert.Equal(t, 0, h.Advance())
+	assert.Equal(t, 0, advanceWithin(t, h, "a tick before 1s"))
 	clk.Set(origin.Add(time.Second))
-	assert.Equal(t, 1, h.Advance())
+	assert.Equal(t, 1, advanceWithin(t, h, "1s"))
 	assert.Equal(t, []string{"1s"}, r.take())
 
 	// A forward jump of 200 years with a 1ms tick: ~6e12 ticks skipped. The
 	// work is proportional to the occupied slots crossed, so this returns
 	// at once (a tick-by-tick walk would not finish).
 	clk.Set(origin.Add(200 * 365 * 24 * time.Hour))
-	assert.Equal(t, 1, h.Advance())
+	assert.Equal(t, 1, advanceWithin(t, h, "a jump of 200 years"))
 	assert.Equal(t, []string{"1h"}, r.take())
 	mustCheck(t, h)
 }
@@ -490,15 +507,15 @@ func TestGuarantee8_DeterministicWithMock(t *testing.T) {
 	h.AfterFunc(25*time.Millisecond, r.fn("a"))
 	h.AfterFunc(time.Minute, r.fn("b"))
 	mock.Add(30 * time.Millisecond)
-	assert.Equal(t, 1, h.Advance())
+	assert.Equal(t, 1, advanceWithin(t, h, "the mock at 30ms"))
 	assert.Equal(t, []string{"a"}, r.take())
 	mock.Add(time.Minute)
-	assert.Equal(t, 1, h.Advance())
+	assert.Equal(t, 1, advanceWithin(t, h, "the mock a minute later"))
 	assert.Equal(t, []string{"b"}, r.take())
 }
 
 func TestGuarantee8_DeterministicInSynctest(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, "four timers with the driver", func(t *testing.T) {
 		h, err := New(WithTick(10 * time.Millisecond)) // the real clock, fake time
 		require.NoError(t, err)
 		h.Start()
@@ -544,7 +561,7 @@ func startCounting(t *testing.T) (*Hierarchy, *countingClock) {
 }
 
 func TestDriver_IdleMeansAsleep(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, "a driver idle, then with one timer a minute away", func(t *testing.T) {
 		h, clk := startCounting(t)
 		synctest.Wait()
 		before := clk.reads.Load()
@@ -569,7 +586,7 @@ func TestDriver_IdleMeansAsleep(t *testing.T) {
 }
 
 func TestDriver_WakesForEarlierTimer(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, "a driver asleep for an hour, woken for an earlier timer", func(t *testing.T) {
 		h, err := New()
 		require.NoError(t, err)
 		h.Start()
@@ -590,7 +607,7 @@ func TestDriver_WakesForEarlierTimer(t *testing.T) {
 }
 
 func TestDriver_StartStopRestart(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, "a driver started, stopped and restarted", func(t *testing.T) {
 		h, err := New()
 		require.NoError(t, err)
 		var n atomic.Int32
@@ -653,14 +670,14 @@ func TestGuarantee9_PanicInCallback(t *testing.T) {
 	clk.Add(5 * time.Millisecond)
 	func() {
 		defer func() { assert.Equal(t, "boom", recover()) }()
-		h.Advance()
+		advanceWithin(t, h, "a panicking callback")
 	}()
 	mustCheck(t, h)
 	fired := r.take()
 	assert.Contains(t, fired, "before")
 	// Whatever did not run yet runs on the next Advance; Len is exact.
 	assert.Equal(t, 4-len(fired), h.Len())
-	h.Advance()
+	advanceWithin(t, h, "the Advance after a panic")
 	fired = append(fired, r.take()...)
 	assert.ElementsMatch(t, []string{"before", "same-tick", "after"}, fired)
 	assert.Equal(t, 1, h.Len())
@@ -695,12 +712,14 @@ func TestLevelBoundaries(t *testing.T) {
 				})
 			}
 			mustCheck(t, h)
-			// Walk time by Next: each step is the next deadline.
-			for h.Len() > 0 {
+			// Walk time by Next: each step is the next deadline (or a
+			// cascade), so the walk takes a few steps per timer at most.
+			for steps := 0; h.Len() > 0; steps++ {
+				require.Less(t, steps, 10*len(dues), "hung: the walk by Next does not end: %d timers armed after %d steps", h.Len(), steps)
 				next, ok := h.Next()
 				require.True(t, ok)
 				clk.Set(next)
-				h.Advance()
+				advanceWithin(t, h, "a step of the walk by Next")
 				mustCheck(t, h)
 			}
 			for _, d := range dues {
@@ -739,7 +758,7 @@ func TestConcurrentChurn(t *testing.T) {
 		})
 		all[i] = c
 	}
-	stopAdvancing := advanceContinuously(h, clk)
+	stopAdvancing := advanceContinuously(t, h, clk)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
@@ -761,7 +780,7 @@ func TestConcurrentChurn(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	waitWithin(t, 30*time.Second, &wg, "the workers arming, stopping and resetting timers")
 	stopAdvancing()
 	for _, c := range all {
 		if c.t.Stop() {
@@ -769,7 +788,7 @@ func TestConcurrentChurn(t *testing.T) {
 		}
 	}
 	clk.Add(time.Hour)
-	h.Advance()
+	advanceWithin(t, h, "an hour after the churn")
 	mustCheck(t, h)
 	assert.Equal(t, 0, h.Len())
 	for i, c := range all {
@@ -838,9 +857,9 @@ func TestStress_RealClockDriver(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	waitWithin(t, run+30*time.Second, &wg, "the workers arming, stopping and re-arming timers")
 	time.Sleep(60 * time.Millisecond) // let the last timers fire
-	h.Stop()
+	stopWithin(t, h, "after the stress")
 	n := 0
 	all.Range(func(k, _ any) bool {
 		c := k.(*counted)
@@ -867,9 +886,13 @@ func TestLatenessUnderLoad(t *testing.T) {
 	h, err := New()
 	require.NoError(t, err)
 	h.Start()
-	defer h.Stop()
+	defer stopWithin(t, h, "after the load")
 	stop := make(chan struct{})
 	var burners sync.WaitGroup
+	defer func() { // also if the test fails: the burners must not outlive it
+		close(stop)
+		waitWithin(t, 10*time.Second, &burners, "the goroutines burning CPU")
+	}()
 	for range 2 {
 		burners.Go(func() {
 			x := 0
@@ -901,9 +924,7 @@ func TestLatenessUnderLoad(t *testing.T) {
 			done.Done()
 		})
 	}
-	done.Wait()
-	close(stop)
-	burners.Wait()
+	waitWithin(t, 30*time.Second, &done, fmt.Sprintf("%d timers due within 1.1s firing under CPU load", n))
 	slices.Sort(late)
 	assert.GreaterOrEqual(t, late[0], time.Duration(0), "a timer fired early")
 	t.Logf("lateness of %d timers under CPU load: p50 %v, p99 %v, max %v",
@@ -921,11 +942,11 @@ func TestGuarantee3_OrderAfterRecoveredPanic(t *testing.T) {
 	clk.Set(origin.Add(2 * time.Millisecond))
 	func() {
 		defer func() { recover() }()
-		h.Advance()
+		advanceWithin(t, h, "a panicking callback")
 	}()
 	got := r.take()
 	h.AtFunc(origin.Add(time.Millisecond), r.fn("C@1"))
-	h.Advance()
+	advanceWithin(t, h, "the Advance after a panic")
 	got = append(got, r.take()...)
 	if len(got) == 2 {
 		assert.Equal(t, []string{"C@1", "B@2"}, got)
@@ -941,7 +962,7 @@ func TestGuarantee3_OrderAfterRecoveredPanic(t *testing.T) {
 func TestGuarantee7_PastDeadlinesInAnyOrderAreO1(t *testing.T) {
 	h, clk := newFake(t)
 	clk.Add(time.Hour)
-	h.Advance()
+	advanceWithin(t, h, "an hour")
 	const n = 100_000
 	var got []time.Time
 	now := clk.Now()
@@ -950,7 +971,9 @@ func TestGuarantee7_PastDeadlinesInAnyOrderAreO1(t *testing.T) {
 		h.AtFunc(at, func() { got = append(got, at) })
 	}
 	mustCheck(t, h)
-	assert.Equal(t, n, h.Advance())
+	var ran int
+	mustReturn(t, 30*time.Second, "Advance (sorting 100,000 past deadlines)", func() { ran = h.Advance() })
+	assert.Equal(t, n, ran)
 	assert.True(t, slices.IsSortedFunc(got, func(a, b time.Time) int { return a.Compare(b) }))
 }
 
@@ -964,23 +987,24 @@ func TestGuarantee2_EndOfTime(t *testing.T) {
 			h, mock := newMock(t, WithTick(tick))
 			mock.Add(time.Hour)
 			fired := false
-			tm := h.AfterFunc(math.MaxInt64, func() { fired = true })
+			var tm *Timer
+			mustReturn(t, 5*time.Second, "AfterFunc of the largest Duration", func() { tm = h.AfterFunc(math.MaxInt64, func() { fired = true }) })
 			_, ok := h.Next()
 			assert.False(t, ok, "Next offers a deadline that can never come")
 			assert.Equal(t, 1, h.Len())
 			mock.Add(math.MaxInt64 - 30*time.Minute) // past the saturated deadline, before the asked one
-			h.Advance()
+			advanceWithin(t, h, "past the saturated deadline")
 			assert.False(t, fired, "fired before its deadline")
 			mustCheck(t, h)
 
 			clk := &countingClock{Clock: mock}
 			h2, err := New(WithClock(clk), WithTick(tick))
 			require.NoError(t, err)
-			h2.AfterFunc(math.MaxInt64, func() {})
+			mustReturn(t, 5*time.Second, "AfterFunc of the largest Duration", func() { h2.AfterFunc(math.MaxInt64, func() {}) })
 			mock.Add(math.MaxInt64) // the clock saturates
 			h2.Start()
 			time.Sleep(20 * time.Millisecond)
-			h2.Stop()
+			stopWithin(t, h2, "with the clock past the end of time")
 			assert.Less(t, clk.reads.Load(), int64(1000), "the driver spins")
 			assert.True(t, tm.Stop())
 		})
@@ -988,7 +1012,7 @@ func TestGuarantee2_EndOfTime(t *testing.T) {
 }
 
 func TestDriver_StopOfLastTimerMeansAsleep(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, "a driver whose last timer is stopped", func(t *testing.T) {
 		h, clk := startCounting(t)
 		tm := h.AfterFunc(time.Hour, func() {})
 		synctest.Wait()

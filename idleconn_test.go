@@ -128,18 +128,19 @@ func assertPeerSeesClose(t *testing.T, peer net.Conn) {
 func TestIdleConn_ClosedAfterIdleNotBefore(t *testing.T) {
 	h, mock := newMockHierarchy(t)
 	server, client := tcpPair(t)
+	watchdog(t, 20*time.Second, "a Read of the conn closed by its idle timeout returning", server, client)
 	const idle = 3 * time.Second
 	conn := h.IdleConn(server, idle)
 	assert.Equal(t, 1, h.Len())
 	assert.Equal(t, mock.Now().Add(idle), conn.(idleConn).IdleDeadline())
 
 	mock.Add(idle - time.Millisecond)
-	require.Equal(t, 0, h.Advance(), "closed a tick before idle had passed")
+	require.Equal(t, 0, advanceWithin(t, h, "a tick before idle"), "closed a tick before idle had passed")
 	send(t, conn, "still open") // only reading re-arms: this changes nothing
 	receive(t, client, "still open")
 
 	mock.Add(time.Millisecond)
-	require.Equal(t, 1, h.Advance(), "not closed once idle had passed")
+	require.Equal(t, 1, advanceWithin(t, h, "idle passed"), "not closed once idle had passed")
 	assert.Equal(t, 0, h.Len(), "the hierarchy holds the timer of a closed conn")
 	assertPeerSeesClose(t, client) // the socket itself was closed
 	_, err := conn.Read(make([]byte, 1))
@@ -160,7 +161,7 @@ func TestIdleConn_ReadRearms(t *testing.T) {
 	buf := make([]byte, 16)
 	for i := range 5 {
 		mock.Add(idle - time.Millisecond)
-		require.Equal(t, 0, h.Advance(), "heartbeat %d", i)
+		require.Equal(t, 0, advanceWithin(t, h, "a heartbeat"), "heartbeat %d", i)
 		send(t, client, "x")
 		n, err := conn.Read(buf)
 		require.NoError(t, err)
@@ -184,9 +185,9 @@ func TestIdleConn_ReadRearms(t *testing.T) {
 	assert.Equal(t, 1, h.Len(), "a failed Read of c closed the idle conn")
 
 	mock.Add(time.Second - time.Millisecond)
-	require.Equal(t, 0, h.Advance(), "closed before idle after the last Read with data")
+	require.Equal(t, 0, advanceWithin(t, h, "a tick before idle after the last Read"), "closed before idle after the last Read with data")
 	mock.Add(time.Millisecond)
-	require.Equal(t, 1, h.Advance(), "not closed idle after the last Read with data")
+	require.Equal(t, 1, advanceWithin(t, h, "idle after the last Read"), "not closed idle after the last Read with data")
 	_, err = conn.Read(buf)
 	assertTimeout(t, err, "read")
 }
@@ -195,10 +196,11 @@ func TestIdleConn_TimeoutError(t *testing.T) {
 	const idle = time.Minute
 	t.Run("after", func(t *testing.T) {
 		h, mock := newMockHierarchy(t)
-		server, _ := tcpPair(t)
+		server, client := tcpPair(t)
+		watchdog(t, 10*time.Second, "a Read and a Write of the conn closed by its idle timeout returning", server, client)
 		conn := h.IdleConn(server, idle)
 		mock.Add(idle)
-		require.Equal(t, 1, h.Advance())
+		require.Equal(t, 1, advanceWithin(t, h, "idle passed"))
 		for range 2 { // and stays so
 			_, err := conn.Read(make([]byte, 1))
 			assertTimeout(t, err, "read")
@@ -219,8 +221,8 @@ func TestIdleConn_TimeoutError(t *testing.T) {
 		}()
 		time.Sleep(20 * time.Millisecond) // let it block: had it not yet, the error is the same
 		mock.Add(idle)
-		require.Equal(t, 1, h.Advance())
-		assertTimeout(t, <-errc, "read")
+		require.Equal(t, 1, advanceWithin(t, h, "idle passed, a Read blocked"))
+		assertTimeout(t, recvWithin(t, 10*time.Second, errc, "the blocked Read returning"), "read")
 		assertPeerSeesClose(t, client)
 	})
 	t.Run("blocked write", func(t *testing.T) {
@@ -237,8 +239,8 @@ func TestIdleConn_TimeoutError(t *testing.T) {
 		}()
 		time.Sleep(50 * time.Millisecond)
 		mock.Add(idle)
-		require.Equal(t, 1, h.Advance())
-		assertTimeout(t, <-errc, "write")
+		require.Equal(t, 1, advanceWithin(t, h, "idle passed, a Write blocked"))
+		assertTimeout(t, recvWithin(t, 10*time.Second, errc, "the blocked Write returning"), "write")
 	})
 }
 
@@ -247,6 +249,7 @@ func TestIdleConn_CloseStopsTimer(t *testing.T) {
 	other := h.AfterFunc(time.Hour, func() {})
 	before := h.Len()
 	server, client := tcpPair(t)
+	watchdog(t, 20*time.Second, "a Read of the closed conn returning", server, client)
 	conn := h.IdleConn(server, time.Second)
 	assert.Equal(t, before+1, h.Len())
 
@@ -256,7 +259,7 @@ func TestIdleConn_CloseStopsTimer(t *testing.T) {
 	assert.ErrorIs(t, conn.Close(), net.ErrClosed, "a second Close is c's second Close")
 
 	mock.Add(time.Minute)
-	assert.Equal(t, 0, h.Advance(), "a closed conn's timer fired")
+	assert.Equal(t, 0, advanceWithin(t, h, "a minute after Close"), "a closed conn's timer fired")
 	_, err := conn.Read(make([]byte, 1))
 	assert.ErrorIs(t, err, net.ErrClosed, "Read after Close")
 	assert.NotErrorIs(t, err, os.ErrDeadlineExceeded, "Read after Close")
@@ -339,11 +342,11 @@ func TestIdleListener(t *testing.T) {
 	send(t, clients[0], "x")
 	receive(t, conns[0], "x")
 	mock.Add(500 * time.Millisecond)
-	assert.Equal(t, 2, h.Advance())
+	assert.Equal(t, 2, advanceWithin(t, h, "a second after Accept"))
 	_, err = conns[1].Read(make([]byte, 1))
 	assertTimeout(t, err, "read")
 	mock.Add(500 * time.Millisecond)
-	assert.Equal(t, 1, h.Advance())
+	assert.Equal(t, 1, advanceWithin(t, h, "a second after the heartbeat"))
 
 	// Accept's errors are the listener's.
 	require.NoError(t, il.Close())
@@ -376,7 +379,7 @@ func TestIdleConn_RealClock(t *testing.T) {
 	h, err := timingwheel.New()
 	require.NoError(t, err)
 	h.Start()
-	defer h.Stop()
+	defer stopWithin(t, h, 10*time.Second)
 	server, client := tcpPair(t)
 	watchdog(t, 20*time.Second, "the close of an idle conn by the driver", server, client)
 	const idle = 100 * time.Millisecond
@@ -412,7 +415,7 @@ func TestIdleConn_Concurrent(t *testing.T) {
 	h, err := timingwheel.New()
 	require.NoError(t, err)
 	h.Start()
-	defer h.Stop()
+	defer stopWithin(t, h, 10*time.Second)
 	const n = 24
 	var wg sync.WaitGroup
 	var timedOut, closed atomic.Int64 // readers' ends, to see both happen
@@ -607,7 +610,10 @@ func TestIdleConn_ReadRacesCloseAndExpiry(t *testing.T) {
 		} else {
 			// Fire the timeout: the reader keeps re-arming it idle from
 			// now, so move the clock on until a firing wins.
-			for fired := 0; fired == 0; fired = h.Advance() {
+			for fired, tries := 0, 0; fired == 0; fired, tries = advanceWithin(t, h, "an idle step"), tries+1 {
+				if tries == 100_000 {
+					t.Fatalf("hung: round %d: the idle timeout did not fire in %d Advances an idle period apart", i, tries)
+				}
 				clk.Add(idle)
 			}
 		}
@@ -670,15 +676,15 @@ func TestIdleConn_ReadWithDataAtExpiry(t *testing.T) {
 				done <- result{n, err}
 			}()
 			send(t, client, "late")
-			<-pc.gotData
+			recvWithin(t, 10*time.Second, pc.gotData, "the Read getting the data sent")
 			if byClose {
 				require.NoError(t, conn.Close())
 			} else {
 				mock.Add(idle)
-				require.Equal(t, 1, h.Advance())
+				require.Equal(t, 1, advanceWithin(t, h, "idle passed while a Read holds its data"))
 			}
 			close(pc.resume)
-			r := <-done
+			r := recvWithin(t, 10*time.Second, done, "the held Read returning")
 			assert.Equal(t, 4, r.n, "the data that came just before the close")
 			assert.NoError(t, r.err, "the Read that returns the data")
 			assert.Equal(t, 0, h.Len(), "the Read re-armed the timer of a closed conn")
@@ -690,7 +696,7 @@ func TestIdleConn_ReadWithDataAtExpiry(t *testing.T) {
 				assertTimeout(t, err, "read")
 			}
 			mock.Add(time.Hour)
-			assert.Equal(t, 0, h.Advance())
+			assert.Equal(t, 0, advanceWithin(t, h, "an hour later"))
 		})
 	}
 }

@@ -46,6 +46,7 @@ func TestLate_BurstSortedInBatches(t *testing.T) {
 	}
 	var yields atomic.Int64
 	var start atomic.Bool
+	t.Cleanup(func() { start.Store(true) }) // should the sort never yield, the goroutines below still end
 	var wg sync.WaitGroup
 	h.betweenBatches = func() {
 		yields.Add(1)
@@ -73,11 +74,12 @@ func TestLate_BurstSortedInBatches(t *testing.T) {
 			}
 		})
 	}
-	h.Advance()
-	wg.Wait()
+	mustReturn(t, 30*time.Second, "Advance (a sort of 20,000 past deadlines in batches, with goroutines stopping and re-arming them)", func() { h.Advance() })
+	start.Store(true)
+	waitWithin(t, 30*time.Second, &wg, "the goroutines stopping and re-arming timers during the sort")
 	h.betweenBatches = nil
 	clk.Add(3 * time.Hour)
-	h.Advance()
+	advanceWithin(t, h, "the re-armed timers, hours later")
 	for i, x := range recs {
 		assert.Equal(t, x.armings.Load()-x.cancels.Load(), x.fired.Load(), "timer %d: armings - cancels = fired", i)
 	}
@@ -105,7 +107,7 @@ func TestLate_OrderOfPastDeadlines(t *testing.T) {
 	}
 	h.AtFunc(h.origin.Add(time.Minute), rec(time.Minute))
 	want = append(want, time.Minute)
-	assert.Equal(t, 101, h.Advance())
+	assert.Equal(t, 101, advanceWithin(t, h, "past deadlines in three shards, sorted in batches"))
 	assert.IsNonDecreasing(t, got)
 	assert.ElementsMatch(t, want, got)
 	mustCheck(t, h)
@@ -151,10 +153,10 @@ func TestLate_TimerLeavesLimboForAnotherHierarchy(t *testing.T) {
 			}
 		}
 	}
-	h.Advance()
+	advanceWithin(t, h, "a sort of past deadlines, timers leaving for another hierarchy between its batches")
 	h.betweenBatches = nil
 	close(moved)
-	wg.Wait()
+	waitWithin(t, 10*time.Second, &wg, "the goroutine re-arming the timers that left")
 	assert.Equal(t, int64(n-next/2), fired.Load())
 	mustCheck(t, h)
 	mustCheck(t, other)

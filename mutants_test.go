@@ -3,6 +3,7 @@ package timingwheel
 import (
 	"math"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -22,23 +23,91 @@ import (
 // mustReturn runs f on a goroutine of its own and fails the test, naming
 // what hung, unless f returns within d (the hung goroutine is left behind;
 // it holds only the test's own hierarchy). A panic of f is raised again
-// here. f must not call t.FailNow (use assert, not require, inside it).
+// here. If f ends its goroutine by t.FailNow (a require inside it), the test
+// stops here too.
 func mustReturn(t *testing.T, d time.Duration, what string, f func()) {
 	t.Helper()
 	done := make(chan struct{})
 	var p any
+	returned := false
 	go func() {
 		defer close(done)
 		defer func() { p = recover() }()
 		f()
+		returned = true
 	}()
 	select {
 	case <-done:
 		if p != nil {
 			panic(p)
 		}
+		if !returned {
+			t.FailNow() // f called t.FailNow (or runtime.Goexit): it has reported why
+		}
 	case <-time.After(d):
 		t.Fatalf("hung: %s did not return within %v", what, d)
+	}
+}
+
+// mustProgress runs f on a goroutine of its own, as mustReturn does, and
+// fails the test, naming what hung and where, if progress (read with
+// atomic loads; f moves it on as it works) stays put for stall.
+func mustProgress(t *testing.T, stall time.Duration, what string, progress *atomic.Int64, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	var p any
+	returned := false
+	go func() {
+		defer close(done)
+		defer func() { p = recover() }()
+		f()
+		returned = true
+	}()
+	tick := time.NewTicker(stall)
+	defer tick.Stop()
+	last := progress.Load()
+	for {
+		select {
+		case <-done:
+			if p != nil {
+				panic(p)
+			}
+			if !returned {
+				t.FailNow()
+			}
+			return
+		case <-tick.C:
+			now := progress.Load()
+			if now == last {
+				t.Fatalf("hung: %s made no progress for %v, at step %d", what, stall, now)
+			}
+			last = now
+		}
+	}
+}
+
+// stopWithin is h.Stop under mustReturn: Stop waits for the driver.
+func stopWithin(t *testing.T, h *Hierarchy, what string) {
+	t.Helper()
+	mustReturn(t, 10*time.Second, "Stop of the driver ("+what+")", h.Stop)
+}
+
+// waitWithin is wg.Wait under mustReturn.
+func waitWithin(t *testing.T, d time.Duration, wg *sync.WaitGroup, what string) {
+	t.Helper()
+	mustReturn(t, d, what, wg.Wait)
+}
+
+// recvWithin waits for a value on ch, failing the test, naming what hung,
+// unless one comes within d.
+func recvWithin[T any](t *testing.T, d time.Duration, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatalf("hung: %s did not happen within %v", what, d)
+		panic("unreachable")
 	}
 }
 
@@ -72,8 +141,8 @@ func lazyTimerMidSlot(t *testing.T, f func()) (*Hierarchy, *fakeClock, *Timer) {
 // reads come before a cascade that takes its timer down to level 0 (filed
 // by its old deadline) and whose store comes after must notice the cascade
 // (seq changed) and file the timer again, or Next reports the old deadline.
-// (TestLazyReset_CascadeBeforeStore means to cover this, but its timer, due
-// at the first tick of its slot, is not cascaded by its Advance.)
+// Here the store comes after the whole cascade; in
+// TestLazyReset_CascadeBeforeStore it comes between two of its batches.
 func TestMutants_LazyResetStraddlingCascadeIntoLevel0(t *testing.T) {
 	h, clk, tm := lazyTimerMidSlot(t, func() {})
 	origin := h.origin
@@ -224,7 +293,7 @@ func cascadeWithWaiter(t *testing.T) {
 			timers[i].ResetAt(h.origin.Add(30*time.Second + time.Duration(i%1000)*time.Millisecond))
 		}
 	}()
-	<-started
+	recvWithin(t, 5*time.Second, started, "the goroutine stopping and re-arming timers getting going")
 	clk.Add(time.Second + 500*time.Millisecond)
 	advanceWithin(t, h, "a cascade in batches of one timer, with a goroutine waiting for the shard's lock")
 	stop.Store(true)
@@ -321,7 +390,7 @@ func TestMutants_NewTimerAvoidsHeldShard(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Error("AfterFunc waited for its shard's held lock instead of using another shard")
 		s.mu.Unlock()
-		tm = <-done
+		tm = recvWithin(t, 5*time.Second, done, "AfterFunc, once the shard's lock was let go")
 		s.mu.Lock()
 	}
 	s.mu.Unlock()
@@ -494,6 +563,8 @@ func TestMutants_LazyResetAsAdvanceEnds(t *testing.T) {
 		iterations = 1000
 	}
 	stopAt := time.Now().Add(5 * time.Second)
+	var ended atomic.Bool
+	t.Cleanup(func() { ended.Store(true) }) // should the test fail, the spinning goroutine below ends
 	for iter := 0; iter < iterations && time.Now().Before(stopAt); iter++ {
 		h, clk := newFake(t, WithShards(shards), WithLevels(8, 8, 8, 8))
 		origin := h.origin
@@ -514,7 +585,7 @@ func TestMutants_LazyResetAsAdvanceEnds(t *testing.T) {
 			y := <-armed
 			// Wait for the frontier to be cleared (or for the Advance to
 			// return, should it leave the frontier set).
-			for spins := 0; h.frontier.Load() != math.MinInt64 && !advanced.Load(); spins++ {
+			for spins := 0; h.frontier.Load() != math.MinInt64 && !advanced.Load() && !ended.Load(); spins++ {
 				if spins%1024 == 1023 {
 					runtime.Gosched()
 				}
@@ -678,7 +749,8 @@ func TestMutants_LastTickOfRevolution(t *testing.T) {
 		})
 		require.NoError(t, h.check(), "after arming a timer for tick %d", d)
 	}
-	for h.Len() > 0 {
+	for steps := 0; h.Len() > 0; steps++ {
+		require.Less(t, steps, 100, "hung: the walk by Next does not end: %d timers armed after %d steps", h.Len(), steps)
 		next, ok := h.Next()
 		require.True(t, ok)
 		clk.Set(next)
@@ -686,4 +758,125 @@ func TestMutants_LastTickOfRevolution(t *testing.T) {
 		require.NoError(t, h.check())
 	}
 	assert.Equal(t, map[int64]int64{9: 9, 99: 99, 999: 999, 9999: 9999}, firedAt, "each timer fired on its tick")
+}
+
+// TestMutants_LazyResetReadsFrontierBeforeNow: a lock-free Reset loads the
+// running Advance's frontier, then its shard's now; endAdvance moves every
+// shard's now, then clears the frontier. So whatever happens between the
+// two loads, one of them sees the Advance's progress. Here the end of the
+// Advance runs exactly between them (test hook, stage 2). The timer was
+// armed by a callback, into a shard whose now lagged (it had no work), for
+// a tick already fired: it waits on the late list, filed beyond that
+// shard's now but not beyond the frontier. The Reset moves it later, still
+// before the Advance's tick: it must take the lock and file it by its new
+// deadline, so that Next reports that deadline and the next Advance fires
+// it. Loaded the other way round (now, hook, frontier), the Reset sees the
+// old now and the cleared frontier and keeps the old filing lock-free:
+// Next is early and the timer misses the next Advance.
+func TestMutants_LazyResetReadsFrontierBeforeNow(t *testing.T) {
+	h, clk := newFake(t, WithShards(2))
+	origin := h.origin
+	first, last := h.shards[0], h.shards[1]
+	var pick atomic.Pointer[shard]
+	pick.Store(first)
+	h.pick = func() *shard { return pick.Load() }
+
+	// The goroutines below wait for each other at most 2s, then carry on
+	// and leave a flag for the test to report: they must not call t's
+	// methods, which they may outlive if the test fails first.
+	armed := make(chan *Timer, 1)
+	atHook := make(chan struct{})
+	ended := make(chan struct{})
+	var endOnce sync.Once
+	end := func() { endOnce.Do(func() { close(ended) }) }
+	defer end() // should the test fail first, the Reset goes on
+	var yFired atomic.Int32
+	var noHook, noEnd atomic.Bool
+	h.AfterFunc(2*time.Second, func() {
+		pick.Store(last)
+		y := h.AtFunc(origin.Add(2*time.Second), func() { yFired.Add(1) })
+		armed <- y
+		select { // the Reset loads the frontier while this Advance runs
+		case <-atHook:
+		case <-time.After(2 * time.Second):
+			noHook.Store(true)
+		}
+	})
+	defer func() { testHookLazyReset = nil }()
+	var y *Timer
+	testHookLazyReset = func(x *Timer, stage int) {
+		if stage != 2 || x != y {
+			return
+		}
+		testHookLazyReset = nil
+		close(atHook)
+		select { // the Advance ends: the shards' now moves, the frontier is cleared
+		case <-ended:
+		case <-time.After(2 * time.Second):
+			noEnd.Store(true)
+		}
+	}
+	resetDone := make(chan bool, 1)
+	go func() {
+		y = <-armed
+		resetDone <- y.ResetAt(origin.Add(2500 * time.Millisecond))
+	}()
+
+	clk.Set(origin.Add(2900 * time.Millisecond))
+	n := advanceWithin(t, h, "the Advance whose callback arms the timer")
+	end()
+	require.False(t, noHook.Load(), "hung: the Reset never reached its hook between its loads of the frontier and of now")
+	require.Equal(t, 1, n, "the Advance ran the callback that arms the timer, and only that")
+	reset := recvWithin(t, 5*time.Second, resetDone, "the Reset's return after the Advance ended")
+	require.False(t, noEnd.Load(), "hung: the Advance did not end while the Reset waited between its loads")
+	assert.True(t, reset, "the Reset found the timer armed")
+	assert.Same(t, last, y.sh.Load(), "the timer is in the shard that had no work")
+	assert.Equal(t, 1, h.Len())
+	next, ok := h.Next()
+	require.True(t, ok)
+	assert.Equal(t, origin.Add(2500*time.Millisecond), next, "Next is the timer's new (past) deadline, not the tick it was filed at before the Reset")
+	mustCheck(t, h)
+	clk.Set(origin.Add(3 * time.Second))
+	advanceWithin(t, h, "the next Advance")
+	assert.Equal(t, int32(1), yFired.Load(), "a timer moved to a past deadline fires once, on the next Advance")
+	assert.Equal(t, 0, h.Len())
+	mustCheck(t, h)
+}
+
+// TestMutants_DriverSeesDeadlineReachedOnLastRearm: while the driver arms
+// its clock timer, another goroutine keeps moving the mock (here: 1µs
+// after each of the driver's readings before arming), so the driver arms
+// again and again, at most 101 times. If the mock reaches the deadline
+// during the last try, the timer is due: the driver must see it and fire,
+// not go to sleep on a clock timer armed late by the moves.
+func TestMutants_DriverSeesDeadlineReachedOnLastRearm(t *testing.T) {
+	mock := clock.NewMock()
+	start := mock.Now()
+	clk := &injectingClock{Mock: mock, after: func(int64) {}}
+	h, err := New(WithClock(clk), WithShards(1))
+	require.NoError(t, err)
+	fired := make(chan time.Duration, 1)
+	h.AfterFunc(10*time.Millisecond, func() { fired <- mock.Now().Sub(start) })
+	clk.reads.Store(0)
+	// Read 1 is the driver's Advance. Then try k (k = 0..100) of its
+	// arming reads the clock before arming (read 2+2k) and after (3+2k).
+	// The mock moves 1µs after each reading before arming, so every try
+	// sees it moved; after the last try's, read 202, onto the deadline.
+	clk.after = func(n int64) {
+		switch {
+		case n >= 2 && n < 202 && n%2 == 0:
+			mock.Add(time.Microsecond)
+		case n == 202:
+			mock.Add(10*time.Millisecond - mock.Now().Sub(start))
+		}
+	}
+	h.Start()
+	defer stopWithin(t, h, "after a mock moved during each of its armings")
+	select {
+	case at := <-fired:
+		assert.Equal(t, 10*time.Millisecond, at, "the timer fired with the mock at its deadline")
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the timer due at 10ms did not fire with the mock at %v, after %d clock readings by the driver: it slept on a clock timer armed late", mock.Now().Sub(start), clk.reads.Load())
+	}
+	assert.GreaterOrEqual(t, clk.reads.Load(), int64(203), "the driver armed its clock timer 101 times")
 }

@@ -44,7 +44,7 @@ func TestShards_AdvanceMergesInDueOrder(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, h.origin.Add(want[0]), next, "Next is the earliest deadline over all shards")
 	clk.Add(10 * time.Second)
-	assert.Equal(t, 400, h.Advance())
+	assert.Equal(t, 400, advanceWithin(t, h, "four shards merged in due order"))
 	assert.Equal(t, want, got, "callbacks of all shards run in deadline order")
 	mustCheck(t, h)
 }
@@ -64,7 +64,7 @@ func TestShards_HammerOneTimer(t *testing.T) {
 		running.Add(-1)
 	})
 	var armings, endings atomic.Int64
-	stop := advanceContinuously(h, clk)
+	stop := advanceContinuously(t, h, clk)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -84,7 +84,7 @@ func TestShards_HammerOneTimer(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	waitWithin(t, 30*time.Second, &wg, "the goroutines hammering one timer")
 	stop()
 	if tm.Stop() {
 		endings.Add(1)
@@ -127,7 +127,7 @@ func TestCascade_TimersStayStoppableBetweenBatches(t *testing.T) {
 		recs[i] = r
 	}
 	clk.Add(29 * time.Second)
-	h.Advance() // cascades the minutes level into the seconds level
+	advanceWithin(t, h, "the minutes level cascading into the seconds level") // cascades the minutes level into the seconds level
 	var wg sync.WaitGroup
 	var go1 atomic.Bool
 	for g := range 2 {
@@ -154,10 +154,10 @@ func TestCascade_TimersStayStoppableBetweenBatches(t *testing.T) {
 	}
 	clk.Add(time.Second + 500*time.Millisecond)
 	go1.Store(true)
-	h.Advance() // cascades the slot of second 30, in batches
-	wg.Wait()
+	mustReturn(t, 30*time.Second, "Advance (a cascade of 20,000 timers in batches, with goroutines stopping and re-arming them)", func() { h.Advance() })
+	waitWithin(t, 30*time.Second, &wg, "the goroutines stopping and re-arming timers during the cascade")
 	clk.Add(5 * time.Second)
-	h.Advance()
+	advanceWithin(t, h, "the timers left after the cascade")
 	for i, r := range recs {
 		assert.Equal(t, r.armings.Load()-r.cancels.Load(), r.fired.Load(), "timer %d: armings - cancels = fired", i)
 	}
@@ -177,23 +177,77 @@ func lazyTimer(t *testing.T) (*Hierarchy, *fakeClock, *Timer) {
 
 // TestLazyReset_CascadeBeforeStore covers a lock-free Reset whose reads
 // come before a cascade of its timer's slot and whose store comes after:
-// the cascade filed the timer by its old deadline, so the Reset must take
-// the lock and file it again, or Next would be early.
+// the cascade filed the timer at level 0 by its old deadline, so the Reset
+// must notice (seq changed; filed is the same due tick) and file it again,
+// or Next is early. The timer, due mid-slot at 2m0.5s, is the first of the
+// minute slot that cascades at 2m, in batches of one timer; the Reset
+// stores its deadline between two batches, once its timer is at level 0.
 func TestLazyReset_CascadeBeforeStore(t *testing.T) {
-	h, clk, tm := lazyTimer(t)
+	h, clk := newFake(t, WithShards(1))
+	h.batch = 1
+	origin := h.origin
+	s := h.shards[0]
+	tm := h.AtFunc(origin.Add(2*time.Minute+500*time.Millisecond), func() {})
+	var others []*Timer
+	for i := range 3 { // later in the same minute slot: the cascade takes batches after tm's
+		others = append(others, h.AtFunc(origin.Add(2*time.Minute+time.Duration(10+i)*time.Second), func() {}))
+	}
+	require.GreaterOrEqual(t, tm.filed.Load()-s.now.Load(), h.lazyTicks, "the timer is beyond level 0")
+
+	// The Reset's goroutine and the cascade's hook wait for each other
+	// at most 2s, then carry on and leave a flag for the test to report:
+	// they must not call t's methods, which they may outlive.
 	defer func() { testHookLazyReset = nil }()
+	read, store := make(chan struct{}), make(chan struct{})
+	var storeOnce sync.Once
+	letStore := func() { storeOnce.Do(func() { close(store) }) }
+	defer letStore() // should the test fail first, the Reset goes on
 	testHookLazyReset = func(_ *Timer, stage int) {
-		if stage == 0 {
+		if stage == 0 { // the Reset has read seq, filed and now, and takes the lock-free path
 			testHookLazyReset = nil
-			clk.Add(time.Minute + 59*time.Second + 500*time.Millisecond)
-			h.Advance() // cascades the timer down to level 0, by its old deadline
+			close(read)
+			<-store
 		}
 	}
-	assert.True(t, tm.ResetAt(h.origin.Add(3*time.Minute)))
+	resetDone := make(chan bool, 1)
+	go func() { resetDone <- tm.ResetAt(origin.Add(3 * time.Minute)) }()
+	recvWithin(t, 5*time.Second, read, "the Reset reaching its lock-free path (hook stage 0)")
+
+	batches := 0
+	var cascaded, reset, returned bool
+	h.betweenBatches = func() {
+		if batches++; batches != 1 {
+			return
+		}
+		// Batch 1 moved tm down to level 0, filed by its old deadline.
+		s.lock()
+		cascaded = tm.next != nil && s.levels[0].slots[s.levels[0].slotOf(tm.filed.Load())].next == tm
+		s.mu.Unlock()
+		letStore() // the Reset stores its deadline with the cascade half done
+		select {
+		case reset = <-resetDone:
+			returned = true
+		case <-time.After(2 * time.Second):
+		}
+	}
+	clk.Set(origin.Add(2 * time.Minute))
+	assert.Equal(t, 0, advanceWithin(t, h, "a cascade in batches of one, a Reset storing between two"))
+	h.betweenBatches = nil
+	require.True(t, cascaded, "the first batch of the cascade took the timer down to level 0")
+	require.True(t, returned, "hung: the Reset did not return within 2s while the cascade let the shard's lock go")
+	assert.True(t, reset, "the Reset found the timer armed")
+	mustCheck(t, h)
+	for _, o := range others {
+		require.True(t, o.Stop())
+	}
 	next, ok := h.Next()
 	require.True(t, ok)
-	assert.Equal(t, h.origin.Add(3*time.Minute), next, "Next is the new deadline")
-	mustCheck(t, h)
+	assert.Equal(t, origin.Add(3*time.Minute), next, "Next is the new deadline, not the old one the cascade filed the timer by")
+	clk.Set(origin.Add(2*time.Minute + 59*time.Second))
+	assert.Equal(t, 0, advanceWithin(t, h, "up to just before the new deadline"), "the timer fired before its new deadline")
+	clk.Set(origin.Add(3 * time.Minute))
+	assert.Equal(t, 1, advanceWithin(t, h, "the new deadline"), "the timer fires at its new deadline")
+	assert.Equal(t, 0, h.Len())
 }
 
 // TestLazyReset_StopAfterStore covers a lock-free Reset whose timer is
@@ -229,7 +283,7 @@ func TestLazyReset_WaitsForCascadeBatch(t *testing.T) {
 	}
 	s.seq.Add(1)
 	s.mu.Unlock()
-	assert.True(t, <-done)
+	assert.True(t, recvWithin(t, 5*time.Second, done, "the Reset waiting for the cascade batch, once the batch ended"))
 	mustCheck(t, h)
 }
 
@@ -245,7 +299,7 @@ func TestNext_BoundedScan(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, h.origin.Add(30*time.Second), next, "the slot's cascade")
 	clk.Set(next)
-	assert.Equal(t, 0, h.Advance(), "a cascade, no firing")
+	assert.Equal(t, 0, advanceWithin(t, h, "the cascade of a slot of more timers than Next looks at"), "a cascade, no firing")
 	next, ok = h.Next()
 	require.True(t, ok)
 	assert.Equal(t, h.origin.Add(30500*time.Millisecond), next, "exact after the cascade")
@@ -278,7 +332,7 @@ func TestParallelCallbacks(t *testing.T) {
 		close(ready)
 	}
 	clk.Add(time.Second)
-	assert.Equal(t, n, h.Advance())
+	assert.Equal(t, n, advanceWithin(t, h, "a mass expiry with parallel callbacks"))
 	assert.Equal(t, int64(n), fired.Load())
 	assert.Equal(t, 0, h.Len())
 	mustCheck(t, h)
@@ -297,9 +351,9 @@ func TestParallelCallbacks_PanicPropagates(t *testing.T) {
 		})
 	}
 	clk.Add(time.Second)
-	assert.PanicsWithValue(t, "boom", func() { h.Advance() })
+	assert.PanicsWithValue(t, "boom", func() { advanceWithin(t, h, "parallel callbacks, one panicking") })
 	mustCheck(t, h)
-	h.Advance()
+	advanceWithin(t, h, "the rest after the panic")
 	assert.Equal(t, int64(9), fired.Load(), "the rest fire on the next Advance")
 	assert.Equal(t, 0, h.Len())
 }
@@ -312,7 +366,7 @@ func TestStats(t *testing.T) {
 	}
 	h.AfterFunc(time.Hour, func() {}).Stop()
 	clk.Add(20 * time.Millisecond) // the first timer fires 19ms late
-	assert.Equal(t, 10, h.Advance())
+	assert.Equal(t, 10, advanceWithin(t, h, "ten timers, for the stats"))
 	st := h.Stats()
 	assert.Equal(t, 0, st.Armed)
 	assert.Equal(t, uint64(11), st.Started)
@@ -379,13 +433,15 @@ func TestShards_UnarmedTimerFollowsItsUser(t *testing.T) {
 	assert.Equal(t, 1, h.Len())
 	mustCheck(t, h)
 	clk.Add(time.Second)
-	assert.Equal(t, 1, h.Advance())
+	assert.Equal(t, 1, advanceWithin(t, h, "the timer that moved shards"))
 	assert.Equal(t, int32(1), fired.Load())
 
 	// The other shard's lock is held: the timer stays where it is.
 	h.shards[0].lock()
 	cur = h.shards[0]
-	assert.False(t, tm.Reset(time.Second))
+	var armed bool
+	mustReturn(t, 5*time.Second, "Reset of an unarmed timer whose processor's shard is locked", func() { armed = tm.Reset(time.Second) })
+	assert.False(t, armed)
 	h.shards[0].mu.Unlock()
 	assert.Same(t, h.shards[2], tm.sh.Load())
 	mustCheck(t, h)
@@ -397,7 +453,7 @@ func TestStats_LatenessOfAncientDeadline(t *testing.T) {
 	h, clk := newFake(t)
 	clk.Add(time.Second)
 	h.AtFunc(time.Time{}, func() {})
-	h.Advance()
+	advanceWithin(t, h, "a deadline centuries past")
 	st := h.Stats()
 	assert.Equal(t, uint64(1), st.Lateness[LatenessBuckets-1])
 	assert.Equal(t, time.Duration(math.MaxInt64), st.MaxLateness)

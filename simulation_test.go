@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,6 +121,9 @@ type sim struct {
 	timers []*simTimer
 	live   int // armed timers, as of the last verify
 	ops    int
+	// progress is ops, for the watchdog (see watchedRun), which reads it
+	// from another goroutine.
+	progress atomic.Int64
 
 	// stats counts the situations a script reached, to pick a seed corpus
 	// that covers them (see TestWriteFuzzCorpus).
@@ -583,8 +587,17 @@ func (s *sim) verify() {
 func (s *sim) run() {
 	for !s.src.done() {
 		s.ops++
+		s.progress.Store(int64(s.ops))
 		s.step()
 	}
+}
+
+// watchedRun runs the script on a goroutine of its own and fails the test,
+// saying at which operation, if an operation (an Advance, a Reset, Next...)
+// does not return within 20s.
+func (s *sim) watchedRun(t *testing.T) {
+	t.Helper()
+	mustProgress(t, 20*time.Second, "the script "+s.desc, &s.progress, s.run)
 }
 
 // simOps is the number of operations per (layout, seed) run.
@@ -607,7 +620,7 @@ func TestSimulation(t *testing.T) {
 				desc := fmt.Sprintf("layout=%s seed=%d", l.name, seed)
 				src := &rngSource{r: rand.New(rand.NewPCG(seed, 0x7469_6d69_6e67)), left: ops}
 				s := newSim(t, l, desc, src)
-				s.run()
+				s.watchedRun(t)
 			}
 		})
 		total += seeds * ops
@@ -704,6 +717,6 @@ func FuzzSimulation(f *testing.F) {
 		l := simLayouts[int(layoutIndex)%len(simLayouts)]
 		desc := fmt.Sprintf("layout=%s script=%x", l.name, script)
 		s := newSim(t, l, desc, &byteSource{b: script})
-		s.run()
+		s.watchedRun(t)
 	})
 }

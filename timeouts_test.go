@@ -32,16 +32,20 @@ func TestTimeouts_SeedScenario(t *testing.T) {
 		expired[k] = mock.Now().Sub(start)
 		mu.Unlock()
 	})
-	for k := range n {
-		set.Add(k, time.Minute)
-	}
+	mustReturn(t, 30*time.Second, "Add of 10,000 keys", func() {
+		for k := range n {
+			set.Add(k, time.Minute)
+		}
+	})
 	require.Equal(t, n, set.Len())
 	for step := 1; step <= 6; step++ { // 20s steps to 2 minutes
 		mock.Add(20 * time.Second)
-		for k := 0; k < n; k += 2 {
-			set.Add(k, time.Minute) // heartbeat
-		}
-		h.Advance()
+		mustReturn(t, 30*time.Second, fmt.Sprintf("step %d: the heartbeats of 5,000 keys and an Advance", step), func() {
+			for k := 0; k < n; k += 2 {
+				set.Add(k, time.Minute) // heartbeat
+			}
+			h.Advance()
+		})
 		mu.Lock()
 		got := len(expired)
 		mu.Unlock()
@@ -84,7 +88,7 @@ func TestTimeouts_PerItemTimeoutsFireInDeadlineOrder(t *testing.T) {
 		set.Add(d, d) // the key is its own timeout
 	}
 	clk.Add(3 * time.Hour)
-	h.Advance()
+	advanceWithin(t, h, "1000 keys expiring")
 	slices.Sort(want)
 	assert.Equal(t, want, got)
 	assert.Zero(t, set.Len())
@@ -106,7 +110,7 @@ func TestTimeouts_ExpiredSeesKeyGoneAndMayRearm(t *testing.T) {
 	set.Add("conn", time.Second)
 	for range 5 {
 		clk.Add(time.Second)
-		h.Advance()
+		advanceWithin(t, h, "a second, the listener re-adding its key")
 	}
 	assert.Equal(t, 3, count)
 	assert.Zero(t, set.Len())
@@ -126,11 +130,11 @@ func TestTimeouts_RemoveAndAdd(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, clk.Now().Add(3*time.Second), d)
 	clk.Add(2 * time.Second)
-	h.Advance()
+	advanceWithin(t, h, "two seconds")
 	assert.Empty(t, expired)
 	set.Add("a", time.Second) // re-arm earlier
 	clk.Add(time.Second)
-	h.Advance()
+	advanceWithin(t, h, "the key re-armed earlier")
 	assert.Equal(t, []string{"a"}, expired)
 	assert.Zero(t, h.Len())
 }
@@ -154,7 +158,7 @@ func TestTimeouts_RemoveRacesExpiry(t *testing.T) {
 	const keys = 64
 	var entered, left [keys]atomic.Int64
 	set := NewTimeouts(h, func(k int) { left[k].Add(1) })
-	stopAdvancing := advanceContinuously(h, clk)
+	stopAdvancing := advanceContinuously(t, h, clk)
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
@@ -171,10 +175,10 @@ func TestTimeouts_RemoveRacesExpiry(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	waitWithin(t, 30*time.Second, &wg, "the goroutines adding and removing keys")
 	stopAdvancing()
 	clk.Add(time.Hour)
-	h.Advance()
+	advanceWithin(t, h, "an hour after the races")
 	assert.Zero(t, set.Len())
 	assert.Zero(t, h.Len())
 	var in, out int64
@@ -208,7 +212,7 @@ func TestTimeouts_NoLeak(t *testing.T) {
 			}
 		}
 		clk.Add(time.Second)
-		h.Advance()
+		advanceWithin(t, h, "a round of churned keys")
 	}
 	churn(0) // warm up: the wheel's levels and the map's buckets
 	before := heap()
@@ -295,7 +299,7 @@ func TestTimeouts_KeyNotEqualToItself(t *testing.T) {
 	assert.Equal(t, 0, ps.Len())
 
 	clk.Add(time.Second)
-	assert.Equal(t, 2, h.Advance())
+	assert.Equal(t, 2, advanceWithin(t, h, "the keys that are equal to themselves"))
 	assert.Equal(t, []float64{1.5}, expired)
 	assert.Equal(t, 0, set.Len())
 	assert.Equal(t, 0, as.Len())
@@ -325,7 +329,7 @@ func TestTimeouts_ReusesStorage(t *testing.T) {
 		set.Add(k, time.Millisecond)
 	}
 	clk.Add(time.Second)
-	require.Equal(t, 5000, h.Advance())
+	require.Equal(t, 5000, advanceWithin(t, h, "5000 keys expiring"))
 	next := 5000
 	allocs := testing.AllocsPerRun(20, func() {
 		for range 1000 {
@@ -449,7 +453,7 @@ func TestTimeouts_Model(t *testing.T) {
 			default:
 				clk.Add(time.Duration(r.IntN(20)) * time.Millisecond)
 				expired = expired[:0]
-				h.Advance()
+				advanceWithin(t, h, "a step of the model")
 				for _, x := range expired {
 					dl, in := model[x]
 					require.True(t, in, "seed %d op %d: %d expired, not in the set", seed, op, x)

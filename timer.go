@@ -171,6 +171,8 @@ func (t *Timer) Deadline() time.Time {
 
 // testHookLazyReset, if set by a test, runs in the lock-free path of
 // resetTo: at stage 0 before its store of the deadline, at stage 1 after it.
+// At stage 2 it runs in every Reset that moves a deadline later, between
+// the loads of the frontier and of now that decide on that path.
 var testHookLazyReset func(t *Timer, stage int)
 
 // resetTo re-arms t, of shard s (as read from t.sh), with deadline w (ns
@@ -197,7 +199,11 @@ func (t *Timer) resetTo(s *shard, w int64, move bool) bool {
 		// but not after the Advance's frontier: count that as now too. The
 		// order of the loads matters (see endAdvance).
 		f := t.filed.Load()
-		now := max(s.h.frontier.Load(), s.now.Load())
+		fr := s.h.frontier.Load()
+		if testHookLazyReset != nil {
+			testHookLazyReset(t, 2)
+		}
+		now := max(fr, s.now.Load())
 		if q&1 == 0 && f > now && f-now >= s.h.lazyTicks {
 			if testHookLazyReset != nil {
 				testHookLazyReset(t, 0)

@@ -80,6 +80,46 @@ func stopWithin(t *testing.T, h *timingwheel.Hierarchy, d time.Duration) {
 	}
 }
 
+// advanceWithin runs h.Advance, failing the test, naming what hung, unless
+// it returns within 5s (the hung goroutine is left behind). A panic of
+// Advance is raised again here.
+func advanceWithin(t *testing.T, h *timingwheel.Hierarchy, what string) int {
+	t.Helper()
+	type result struct {
+		n int
+		p any
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() { r.p = recover(); done <- r }()
+		r.n = h.Advance()
+	}()
+	select {
+	case r := <-done:
+		if r.p != nil {
+			panic(r.p)
+		}
+		return r.n
+	case <-time.After(5 * time.Second):
+		t.Fatalf("hung: Advance (%s) did not return within 5s", what)
+		return 0
+	}
+}
+
+// recvWithin waits for a value on ch, failing the test, naming what hung,
+// unless one comes within d.
+func recvWithin[T any](t *testing.T, d time.Duration, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatalf("hung: %s did not happen within %v", what, d)
+		panic("unreachable")
+	}
+}
+
 // TestTimer_Init_LikeStoppedAfterFunc runs one script of Reset, ResetAt, Stop
 // and clock steps on a zero Timer after Init and on a Timer from AfterFunc
 // that was then stopped: both must give the results the script expects.
@@ -150,7 +190,7 @@ func TestTimer_Init_LikeStoppedAfterFunc(t *testing.T) {
 				case "advance":
 					mock.Add(s.d)
 					before := ran
-					got = h.Advance()
+					got = advanceWithin(t, h, fmt.Sprintf("step %d of the script", i))
 					assert.Equal(t, got, ran-before, "step %d: Advance's count against the callbacks run", i)
 					armed -= got
 				}
@@ -180,7 +220,7 @@ func TestTimer_Init_Order(t *testing.T) {
 		h.AfterFunc(time.Duration(ms)*time.Millisecond, func() { got = append(got, name) })
 	}
 	mock.Add(time.Second)
-	assert.Equal(t, 5, h.Advance())
+	assert.Equal(t, 5, advanceWithin(t, h, "five timers held by value"))
 	assert.Equal(t, []string{"held10", "after20", "held30", "after40", "held50"}, got)
 }
 
@@ -228,7 +268,7 @@ func TestTimer_Init_Panics(t *testing.T) {
 
 	assert.Equal(t, 2, h.Len(), "armed after the panics")
 	mock.Add(time.Second)
-	assert.Equal(t, 2, h.Advance())
+	assert.Equal(t, 2, advanceWithin(t, h, "the timers re-armed after the panics"))
 	assert.Equal(t, "ff", fired, "callbacks run after Init panicked")
 }
 
@@ -290,13 +330,13 @@ func TestTimer_Init_Rebind(t *testing.T) {
 			tm := new(timingwheel.Timer).Init(h1, on("f1"))
 			tm.Reset(time.Millisecond)
 			mock.Add(time.Millisecond)
-			require.Equal(t, 1, h1.Advance())
+			require.Equal(t, 1, advanceWithin(t, h1, "a timer to fire before its Init to another hierarchy"))
 			return tm
 		}},
 		{"AfterFunc fired", func() *timingwheel.Timer {
 			tm := h1.AfterFunc(time.Millisecond, on("f1"))
 			mock.Add(time.Millisecond)
-			require.Equal(t, 1, h1.Advance())
+			require.Equal(t, 1, advanceWithin(t, h1, "a timer from AfterFunc to fire before its Init to another hierarchy"))
 			return tm
 		}},
 	} {
@@ -308,13 +348,13 @@ func TestTimer_Init_Rebind(t *testing.T) {
 			assert.Equal(t, 0, h1.Len(), "timers armed in the old hierarchy")
 			assert.Equal(t, 1, h2.Len(), "timers armed in the new hierarchy")
 			mock.Add(time.Second + 10*time.Millisecond) // h2's deadline is rounded up to its 10ms tick
-			assert.Equal(t, 0, h1.Advance(), "old hierarchy's Advance")
-			assert.Equal(t, 1, h2.Advance(), "new hierarchy's Advance")
+			assert.Equal(t, 0, advanceWithin(t, h1, "the old hierarchy"), "old hierarchy's Advance")
+			assert.Equal(t, 1, advanceWithin(t, h2, "the new hierarchy"), "new hierarchy's Advance")
 			assert.Equal(t, []string{"f2"}, fired)
 			// And back to h1 with the same callback as before.
 			tm.Init(h1, on("f1"))
 			tm.Reset(0)
-			assert.Equal(t, 1, h1.Advance())
+			assert.Equal(t, 1, advanceWithin(t, h1, "the old hierarchy again"))
 			assert.Equal(t, []string{"f2", "f1"}, fired)
 		})
 	}
