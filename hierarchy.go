@@ -292,13 +292,32 @@ func (h *Hierarchy) arm(t *Timer, w int64) *Timer {
 // (their callback has not started) nor been stopped.
 func (h *Hierarchy) Len() int {
 	h.mustBeMade("Len")
+	h.lockAll()
 	n := 0
 	for _, s := range h.shards {
-		s.lock()
 		n += s.count
+	}
+	h.unlockAll()
+	return n
+}
+
+// lockAll locks every shard, in index order, for a snapshot that holds at
+// one instant: read one after the other, a timer stopped in one shard and
+// then re-armed in another (an unarmed timer moves to the re-arming
+// processor's shard) could be counted in both. Len and Stats are the only
+// holders of more than one shard lock, and take them in this order, so
+// they cannot deadlock. Each shard's lock is held for as long as it takes
+// to take the others (at worst a batch of a cascade, see shard.batch).
+func (h *Hierarchy) lockAll() {
+	for _, s := range h.shards {
+		s.lock()
+	}
+}
+
+func (h *Hierarchy) unlockAll() {
+	for _, s := range h.shards {
 		s.mu.Unlock()
 	}
-	return n
 }
 
 // Next returns the time at which [Hierarchy.Advance] next has work: the

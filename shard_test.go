@@ -458,3 +458,68 @@ func TestStats_LatenessOfAncientDeadline(t *testing.T) {
 	assert.Equal(t, uint64(1), st.Lateness[LatenessBuckets-1])
 	assert.Equal(t, time.Duration(math.MaxInt64), st.MaxLateness)
 }
+
+// TestShards_LenIsOneInstant: Len and Stats see all shards at one instant.
+// Read one shard after the other, a timer counted in the first shard, then
+// stopped, while another was armed in the second before Len got to it, was
+// counted as well: Len reported 2 while never more than 1 timer was armed.
+// BenchmarkStall caught it: Len waited for a cascading shard's lock while
+// new timers were armed and stopped around it. Here the test holds the
+// second shard's lock to make Len wait, and arms the other timer under it,
+// as a goroutine that got the lock between two batches of a cascade would.
+func TestShards_LenIsOneInstant(t *testing.T) {
+	for _, method := range []string{"Len", "Stats"} {
+		t.Run(method, func(t *testing.T) {
+			h, err := New(WithShards(2))
+			require.NoError(t, err)
+			s0, s1 := h.shards[0], h.shards[1]
+			h.pick = func() *shard { return s0 }
+			x := h.AfterFunc(time.Hour, func() {})
+
+			s1.mu.Lock()
+			got := make(chan int, 1)
+			go func() {
+				if method == "Len" {
+					got <- h.Len()
+				} else {
+					got <- h.Stats().Armed
+				}
+			}()
+			for deadline := time.Now().Add(10 * time.Second); s1.waiting.Load() == 0; {
+				if time.Now().After(deadline) {
+					s1.mu.Unlock()
+					t.Fatalf("%s did not come to wait for the second shard's lock within 10s", method)
+				}
+				runtime.Gosched()
+			}
+			stopped := make(chan bool, 1)
+			go func() { stopped <- x.Stop() }()
+			select {
+			case <-stopped: // Len did not hold the first shard: x is gone, arm y
+				y := &Timer{f: func() {}}
+				w := h.after(time.Hour)
+				y.sh.Store(s1)
+				y.when.Store(w)
+				s1.count++
+				s1.stats.armed++
+				s1.armLocked(y, h.dueTick(w))
+				s1.mu.Unlock()
+			case <-time.After(200 * time.Millisecond): // Stop waits for Len
+				s1.mu.Unlock()
+				select {
+				case <-stopped:
+				case <-time.After(10 * time.Second):
+					t.Fatal("Stop did not return within 10s of Len's end")
+				}
+			}
+			select {
+			case n := <-got:
+				if n != 1 {
+					t.Errorf("%s = %d; at no instant was more than 1 timer armed", method, n)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s did not return within 10s", method)
+			}
+		})
+	}
+}

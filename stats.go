@@ -71,8 +71,9 @@ func (s *Stats) LatenessQuantile(q float64) time.Duration {
 func (h *Hierarchy) Stats() Stats {
 	h.mustBeMade("Stats")
 	var st Stats
+	h.lockAll() // one instant for all shards (see lockAll)
+	defer h.unlockAll()
 	for _, s := range h.shards {
-		s.lock()
 		st.Armed += s.count
 		st.Started += s.stats.armed
 		st.Fired += s.stats.fired
@@ -81,7 +82,6 @@ func (h *Hierarchy) Stats() Stats {
 			st.Lateness[i] += c
 		}
 		st.MaxLateness = max(st.MaxLateness, time.Duration(s.stats.lateness.max))
-		s.mu.Unlock()
 	}
 	return st
 }
