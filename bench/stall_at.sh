@@ -1,18 +1,20 @@
 #!/bin/sh
-# stall_at.sh COMMIT [ROUNDS] runs BenchmarkStall (stall_test.go) against the
+# stall_at.sh COMMIT [ROUNDS [TIMES]] runs BenchmarkStall (stall_test.go) against the
 # library as it was at COMMIT, for a before/after comparison on one machine:
 # the library at COMMIT is checked out into a temporary git worktree, and
 # stall_test.go is built there in a throwaway module with the few helpers it
 # needs. Each round is one fresh process at -cpu 1 and one at -cpu 2, with
-# -benchtime=1x, as bench/cmd/report runs it. The output goes to stdout.
+# -benchtime=TIMESx (default 5: each sample the mean of 5 large calls), as
+# bench/cmd/report runs it. The output goes to stdout.
 #
-#	cd bench && ./stall_at.sh fe4a275 6 > results/stall-before.txt
+#	cd bench && ./stall_at.sh fe4a275 4 5 > results/stall-before.txt
 #
 # fe4a275 is the last commit with one lock for the whole hierarchy, before
 # cascades in batches (#14).
 set -eu
 commit=$1
 rounds=${2:-6}
+times=${3:-5}
 bench=$(cd "$(dirname "$0")" && pwd)
 repo=$(git -C "$bench" rev-parse --show-toplevel)
 tmp=$(mktemp -d)
@@ -56,6 +58,6 @@ go mod tidy >/dev/null 2>&1
 echo "# $(git -C "$tmp/lib" rev-parse --short HEAD), $rounds rounds"
 for _ in $(seq "$rounds"); do
 	for cpu in 1 2; do
-		GOMAXPROCS=2 go test -run='^$' -bench='^BenchmarkStall$' -cpu=$cpu -count=1 -timeout=60m -benchtime=1x . | grep '^Benchmark'
+		GOMAXPROCS=2 go test -run='^$' -bench='^BenchmarkStall$' -cpu=$cpu -count=1 -timeout=60m -benchtime=${times}x . | grep '^Benchmark'
 	done
 done

@@ -57,20 +57,25 @@ type group struct {
 	bench string // -bench regexp
 	cpu   string // -cpu list
 	once  bool   // -benchtime=1x: one measurement per process
+	times string // if set, -benchtime=<times>x: that many measurements per process, averaged
 }
 
 // groups is the full run. The one-shot groups that measure heap keep apart
 // what would see the runtime's timer heaps already grown by an earlier
 // benchmark in the same process.
 var groups = []group{
-	{"scaling", `^Benchmark(ArmStopParallel|ResetParallel|TimeoutsParallel|ByValue|Heartbeat|IdleConnRead)$`, "1,2", false},
-	{"single", `^Benchmark(Churn|Reset|ResetAt|Advance)$`, "2", false},
-	{"heap-expiry", `^Benchmark(Heap|Expiry)$`, "2", true},
-	{"heap-keys", `^Benchmark(HeapByValue|HeapPerKey)$`, "2", true},
-	{"heap-conns", `^BenchmarkHeapPerConn$/^impl=(wheel|runtime)$/^api=(SetReadDeadline|Timeouts|Timer|IdleConn)$`, "2", true},
-	{"heap-conns-afterfunc", `^BenchmarkHeapPerConn$/^impl=runtime$/^api=AfterFunc$`, "2", true},
-	{"pauses-1", `^Benchmark(SlowExpiry|Stall)$`, "1", true},
-	{"pauses-2", `^Benchmark(SlowExpiry|Stall)$`, "2", true},
+	{"scaling", `^Benchmark(ArmStopParallel|ResetParallel|TimeoutsParallel|ByValue|Heartbeat|IdleConnRead)$`, "1,2", false, ""},
+	{"single", `^Benchmark(Churn|Reset|ResetAt|Advance)$`, "2", false, ""},
+	{"heap-expiry", `^Benchmark(Heap|Expiry)$`, "2", true, ""},
+	{"heap-keys", `^Benchmark(HeapByValue|HeapPerKey)$`, "2", true, ""},
+	{"heap-conns", `^BenchmarkHeapPerConn$/^impl=(wheel|runtime)$/^api=(SetReadDeadline|Timeouts|Timer|IdleConn)$`, "2", true, ""},
+	{"heap-conns-afterfunc", `^BenchmarkHeapPerConn$/^impl=runtime$/^api=AfterFunc$`, "2", true, ""},
+	{"expiry-1", `^BenchmarkSlowExpiry$`, "1", true, ""},
+	{"expiry-2", `^BenchmarkSlowExpiry$`, "2", true, ""},
+	// A stall sample is the mean of 5 large calls in one process: a single
+	// call's longest wait is at the mercy of one scheduling hiccup.
+	{"pauses-1", `^BenchmarkStall$`, "1", true, "5"},
+	{"pauses-2", `^BenchmarkStall$`, "2", true, "5"},
 }
 
 // optionalTags are build tags that add benchmarks of library features that
@@ -115,7 +120,9 @@ func main() {
 				continue
 			}
 			args := []string{"test", "-run=^$", "-bench=" + g.bench, "-cpu=" + g.cpu, "-count=1", "-timeout=60m"}
-			if g.once {
+			if g.times != "" {
+				args = append(args, "-benchtime="+g.times+"x")
+			} else if g.once {
 				args = append(args, "-benchtime=1x")
 			} else if *benchtime != "" {
 				args = append(args, "-benchtime="+*benchtime)
