@@ -4,7 +4,7 @@
 # the library at COMMIT is checked out into a temporary git worktree, and
 # stall_test.go is built there in a throwaway module with the few helpers it
 # needs. Each round is one fresh process at -cpu 1 and one at -cpu 2, with
-# -benchtime=TIMESx (default 5: each sample the mean of 5 large calls), as
+# -benchtime=TIMESx (default 7: each sample the median of 7 large calls), as
 # bench/cmd/report runs it. The output goes to stdout.
 #
 #	cd bench && ./stall_at.sh fe4a275 4 5 > results/stall-before.txt
@@ -14,7 +14,7 @@
 set -eu
 commit=$1
 rounds=${2:-6}
-times=${3:-5}
+times=${3:-7}
 bench=$(cd "$(dirname "$0")" && pwd)
 repo=$(git -C "$bench" rev-parse --show-toplevel)
 tmp=$(mktemp -d)

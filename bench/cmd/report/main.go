@@ -72,10 +72,10 @@ var groups = []group{
 	{"heap-conns-afterfunc", `^BenchmarkHeapPerConn$/^impl=runtime$/^api=AfterFunc$`, "2", true, ""},
 	{"expiry-1", `^BenchmarkSlowExpiry$`, "1", true, ""},
 	{"expiry-2", `^BenchmarkSlowExpiry$`, "2", true, ""},
-	// A stall sample is the mean of 5 large calls in one process: a single
-	// call's longest wait is at the mercy of one scheduling hiccup.
-	{"pauses-1", `^BenchmarkStall$`, "1", true, "5"},
-	{"pauses-2", `^BenchmarkStall$`, "2", true, "5"},
+	// A stall sample is the median of 7 large calls in one process: a
+	// single call's longest wait is at the mercy of one scheduling hiccup.
+	{"pauses-1", `^BenchmarkStall$`, "1", true, "7"},
+	{"pauses-2", `^BenchmarkStall$`, "2", true, "7"},
 }
 
 // optionalTags are build tags that add benchmarks of library features that

@@ -397,18 +397,31 @@ func (d *doc) stall() {
 	p("- next: `h.Next()` looks through the slot for the earliest deadline.\n\n")
 	p("\"longest wait\" and \"p99.9\" are over the arm + Stop calls that overlapped the large call; \"quiet\" is\n")
 	p("the longest in the 20 ms before it, when the wheel was idle (garbage collection and scheduling show\n")
-	p("up there too). At GOMAXPROCS=1 both goroutines share one CPU: a wait then includes the other\n")
-	p("goroutine's turn, and when the scheduler preempts the large call, the call's time includes the\n")
-	p("timing goroutine's turn as well.\n\n")
-	p("| call | timers | GOMAXPROCS | call ms | longest wait µs | p99.9 µs | longest ÷ call | calls overlapping | quiet longest µs |\n")
-	p("|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	p("up there too). Each process makes several large calls (`-benchtime=Nx`) and reports the median call's\n")
+	p("figures; the table gives the median over the processes. \"worst\" is the largest share seen in any\n")
+	p("call of any process. \"control\" is the same cascade while the other goroutine only allocates what\n")
+	p("`AfterFunc` allocates and never calls the wheel: its longest wait (median, and the worst share) is\n")
+	p("what this machine imposes on a busy goroutine when both CPUs are busy, whatever the wheel does (the\n")
+	p("OS running another thread in its place for a few milliseconds, now and then). At GOMAXPROCS=1 both\n")
+	p("goroutines share one CPU: a wait then includes the other goroutine's turn, and when the scheduler\n")
+	p("preempts the large call, the call's time includes the timing goroutine's turn as well.\n\n")
+	p("| call | timers | GOMAXPROCS | call ms | longest wait µs | p99.9 µs | longest ÷ call | worst longest ÷ call | calls overlapping | quiet longest µs | control: longest µs / worst ÷ call |\n")
+	p("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, base := range bases {
 		op, _, _ := strings.Cut(strings.TrimPrefix(base, "BenchmarkStall/op="), "/")
 		_, n, _ := strings.Cut(base, "timers=")
 		for _, pr := range d.res.procsOf(base) {
-			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", op, humanCount(n), pr,
+			if !d.res.has(base, pr, "wheel") {
+				continue
+			}
+			control := "–"
+			if d.res.has(base, pr, "control") {
+				control = d.med(base, pr, "control", "max-wait-us") + " / " + num(d.res.max(base, pr, "control", "worst-max-wait/call"))
+			}
+			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", op, humanCount(n), pr,
 				d.med(base, pr, "wheel", "call-ms"), d.med(base, pr, "wheel", "max-wait-us"), d.med(base, pr, "wheel", "p99.9-wait-us"),
-				d.med(base, pr, "wheel", "max-wait/call"), d.med(base, pr, "wheel", "calls-during"), d.med(base, pr, "wheel", "quiet-max-wait-us"))
+				d.med(base, pr, "wheel", "max-wait/call"), num(d.res.max(base, pr, "wheel", "worst-max-wait/call")),
+				d.med(base, pr, "wheel", "calls-during"), d.med(base, pr, "wheel", "quiet-max-wait-us"), control)
 		}
 	}
 	p("\n")
@@ -429,16 +442,20 @@ func (d *doc) stallBefore(bases []string) {
 	p("`bench/stall_at.sh`: one lock for the whole hierarchy, held for a whole cascade or scan. Medians of\n")
 	p("its samples; \"call after ÷ before\" compares the large call's own duration (the cost of the\n")
 	p("cascade or scan) with this run's median.\n\n")
-	p("| call | timers | GOMAXPROCS | call ms before | longest wait µs before | longest ÷ call before | longest ÷ call now | call after ÷ before |\n")
-	p("|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	p("| call | timers | GOMAXPROCS | call ms before | longest wait µs before | longest ÷ call before | longest ÷ call now | worst ÷ call before | worst ÷ call now | call after ÷ before |\n")
+	p("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, base := range bases {
 		op, _, _ := strings.Cut(strings.TrimPrefix(base, "BenchmarkStall/op="), "/")
 		_, n, _ := strings.Cut(base, "timers=")
 		for _, pr := range d.res.procsOf(base) {
+			if !b.has(base, pr, "wheel") {
+				continue
+			}
 			callBefore := b.median(base, pr, "wheel", "call-ms")
-			p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", op, humanCount(n), pr,
+			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", op, humanCount(n), pr,
 				num(callBefore), num(b.median(base, pr, "wheel", "max-wait-us")), num(b.median(base, pr, "wheel", "max-wait/call")),
-				d.med(base, pr, "wheel", "max-wait/call"), times(d.res.median(base, pr, "wheel", "call-ms")/callBefore))
+				d.med(base, pr, "wheel", "max-wait/call"), num(b.max(base, pr, "wheel", "worst-max-wait/call")),
+				num(d.res.max(base, pr, "wheel", "worst-max-wait/call")), times(d.res.median(base, pr, "wheel", "call-ms")/callBefore))
 		}
 	}
 	p("\n")

@@ -159,6 +159,16 @@ func (res results) median(base, procs, impl, unit string) float64 {
 	return median(res.samples[base+"-"+procs][impl][unit])
 }
 
+// max returns the largest sample of unit for base at GOMAXPROCS procs, or
+// NaN if there is none.
+func (res results) max(base, procs, impl, unit string) float64 {
+	xs := res.samples[base+"-"+procs][impl][unit]
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	return slices.Max(xs)
+}
+
 // has reports whether any sample of impl exists for base at procs.
 func (res results) has(base, procs, impl string) bool {
 	return len(res.samples[base+"-"+procs][impl]) > 0
