@@ -68,23 +68,40 @@ func (h *Hierarchy) endAdvance(target int64) {
 // advanceOrdered fires the timers of all shards due by target, merged in
 // order of their due ticks: tick by tick with work, each shard collects
 // and fires what it has for that tick. ns is the clock's reading.
+//
+// The first round looks at every shard under its lock. Later rounds pass
+// over a shard whose workFrom says it has nothing due by the tick at hand,
+// without taking its lock: with many shards and timers spread thin, most
+// have nothing due at a given tick. A timer filed there meanwhile, by
+// another goroutine or a callback, lowers workFrom and is found in the
+// next round, as if it had been armed just after this one.
 func (h *Hierarchy) advanceOrdered(target, ns int64) int {
 	ran := 0
-	for {
+	for first := true; ; first = false {
 		c, ok := int64(0), false
 		for _, s := range h.shards {
+			if w := s.workFrom.Load(); !first && (w > target || ok && w >= c) {
+				continue
+			}
 			s.lock()
-			if e, due := s.nextWorkLocked(target); due && (!ok || e < c) {
+			e, due := s.lookLocked(target)
+			s.mu.Unlock()
+			if due && (!ok || e < c) {
 				c, ok = e, true
 			}
-			s.mu.Unlock()
 		}
 		if !ok {
 			return ran
 		}
-		h.frontier.Store(c)
+		// Never back: a round can find, at a tick before the last round's,
+		// a timer filed into a shard it passed over (see armLocked).
+		if c > h.frontier.Load() {
+			h.frontier.Store(c)
+		}
 		for _, s := range h.shards {
-			ran += s.advanceTo(c, ns)
+			if s.workFrom.Load() <= c {
+				ran += s.advanceTo(c, ns)
+			}
 		}
 	}
 }

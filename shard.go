@@ -31,6 +31,13 @@ type shard struct {
 	// the lock instead: the cascade may have read the old deadline.
 	seq atomic.Uint64
 
+	// workFrom is a lower bound on the tick of the shard's next work for
+	// an Advance (see nextWorkLocked), from when an Advance last looked:
+	// placeLocked lowers it for each timer it files. It is written with mu
+	// held and read without it, so that an Advance passes over shards
+	// with nothing due instead of taking their locks every tick.
+	workFrom atomic.Int64
+
 	count     int  // armed timers
 	advancing bool // an Advance is running: timers due by now wait for the next one
 
@@ -144,6 +151,9 @@ func (s *shard) placeLocked(t *Timer, d int64) {
 	sl := l.slotOf(d)
 	l.setOccupied(sl)
 	l.slots[sl].pushBack(t)
+	if ev := d - d%l.width; ev < s.workFrom.Load() { // the slot's event: its first tick
+		s.workFrom.Store(ev)
+	}
 }
 
 // addLevelLocked adds a level above the top one, for deadlines beyond the
@@ -209,6 +219,17 @@ func (s *shard) nextWorkLocked(target int64) (int64, bool) {
 		}
 	}
 	return e, ok && e <= target
+}
+
+// lookLocked is nextWorkLocked for Advance, which also sets workFrom to
+// the tick it finds. s.mu must be held.
+func (s *shard) lookLocked(target int64) (int64, bool) {
+	e, due := s.nextWorkLocked(math.MaxInt64)
+	if !due {
+		e = math.MaxInt64
+	}
+	s.workFrom.Store(e)
+	return e, due && e <= target
 }
 
 // nextWakeLocked returns the tick of the next work for Advance: the

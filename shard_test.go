@@ -49,6 +49,35 @@ func TestShards_AdvanceMergesInDueOrder(t *testing.T) {
 	mustCheck(t, h)
 }
 
+// TestShards_AdvanceSeesWorkFiledIntoAPassedShard: an Advance passes over
+// a shard with nothing due (its workFrom), but a timer filed there during
+// the Advance, for a tick it has not reached, fires in this Advance and in
+// order. Here a callback in shard 0 re-arms, with ResetAt (which does not
+// read the clock), a timer that goes to the empty shard 1.
+func TestShards_AdvanceSeesWorkFiledIntoAPassedShard(t *testing.T) {
+	h, clk := newFake(t, WithShards(2))
+	var into atomic.Pointer[shard]
+	into.Store(h.shards[0])
+	h.pick = func() *shard { return into.Load() }
+	var got []string
+	var b Timer
+	b.Init(h, func() { got = append(got, "b at 150ms") })
+	h.AfterFunc(100*time.Millisecond, func() {
+		got = append(got, "a at 100ms")
+		into.Store(h.shards[1])
+		b.ResetAt(h.origin.Add(150 * time.Millisecond))
+		into.Store(h.shards[0])
+	})
+	h.AfterFunc(200*time.Millisecond, func() { got = append(got, "c at 200ms") })
+	require.Zero(t, h.shards[1].count, "shard 1 starts empty")
+	clk.Add(6 * time.Second)
+	assert.Equal(t, 3, advanceWithin(t, h, "the Advance that passes over shard 1"))
+	assert.Equal(t, []string{"a at 100ms", "b at 150ms", "c at 200ms"}, got,
+		"the timer filed into the passed-over shard fires in this Advance, in order")
+	assert.Same(t, h.shards[1], b.sh.Load(), "b moved to shard 1")
+	mustCheck(t, h)
+}
+
 // TestShards_HammerOneTimer resets, stops and fires one timer from many
 // goroutines while another advances: every arming ends exactly once, by a
 // firing, a Stop or a Reset that returned true, and callbacks never overlap.
@@ -520,6 +549,32 @@ func TestShards_LenIsOneInstant(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatalf("%s did not return within 10s", method)
 			}
+		})
+	}
+}
+
+// BenchmarkAdvance_Shards measures the ordered merge's cost per shard: one
+// Advance firing 100 timers one tick apart, all in one shard, with 1 to 64
+// shards (the others empty). ns/op is one such Advance; tick-ns is per tick
+// with work.
+func BenchmarkAdvance_Shards(b *testing.B) {
+	for _, n := range []int{1, 8, 32, 64} {
+		b.Run(fmt.Sprintf("shards=%d", n), func(b *testing.B) {
+			h, clk := newFake(b, WithShards(n))
+			h.pick = func() *shard { return h.shards[0] }
+			f := func() {}
+			for b.Loop() {
+				b.StopTimer()
+				for i := range 100 {
+					h.AfterFunc(time.Duration(i+1)*time.Millisecond, f)
+				}
+				clk.Add(100 * time.Millisecond)
+				b.StartTimer()
+				if ran := h.Advance(); ran != 100 {
+					b.Fatalf("Advance ran %d, want 100", ran)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100, "tick-ns")
 		})
 	}
 }
