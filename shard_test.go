@@ -78,6 +78,102 @@ func TestShards_AdvanceSeesWorkFiledIntoAPassedShard(t *testing.T) {
 	mustCheck(t, h)
 }
 
+// TestShards_ConcurrentArmsFireOnTimeAndInOrder arms timers from several
+// goroutines into eight shards while the test advances the clock in random
+// steps, and others arm and stop timers for contention. Each Advance passes
+// over most shards (workFrom); a timer whose arming returned before an
+// Advance began, due by that Advance's clock, must fire in it, never
+// earlier, and those timers fire in order of their due ticks.
+func TestShards_ConcurrentArmsFireOnTimeAndInOrder(t *testing.T) {
+	h, clk := newFake(t, WithShards(8))
+	roundRobin(h)
+	type armed struct {
+		tm      Timer        // held by value: it exists before its callback can run
+		done    atomic.Int64 // Advances begun when its arming had returned, plus one; 0 until then
+		firedIn atomic.Int64 // the Advance that ran it; 0 until then
+	}
+	var (
+		seq    atomic.Int64 // Advances begun
+		clocks sync.Map     // Advance → the clock it advanced to
+		mu     sync.Mutex
+		all    []*armed
+	)
+	// Callbacks run one at a time, on the advancing goroutine.
+	var lastTick, lastIn int64
+	due := func(d time.Time) int64 { return ceilDiv(int64(d.Sub(h.origin)), int64(time.Millisecond)) }
+	tick := func(c time.Time) int64 { return floorDiv(int64(c.Sub(h.origin)), int64(time.Millisecond)) }
+	arm := func(r *rand.Rand) {
+		a := &armed{}
+		a.tm.Init(h, func() {
+			k := seq.Load()
+			a.firedIn.Store(k)
+			c, _ := clocks.Load(k)
+			d := due(a.tm.Deadline())
+			if d > tick(c.(time.Time)) {
+				t.Errorf("a timer due at tick %d fired in Advance %d, at tick %d: early", d, k, tick(c.(time.Time)))
+			}
+			if done := a.done.Load(); done != 0 && done-1 < k {
+				if k == lastIn && d < lastTick {
+					t.Errorf("Advance %d: a timer due at tick %d fired after one due at %d", k, d, lastTick)
+				}
+				lastTick, lastIn = d, k
+			}
+		})
+		a.tm.Reset(time.Duration(r.Int64N(int64(40 * time.Millisecond))))
+		a.done.Store(seq.Load() + 1)
+		mu.Lock()
+		all = append(all, a)
+		mu.Unlock()
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 21))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if w < 3 {
+					arm(r)
+				} else {
+					h.AfterFunc(time.Hour, func() {}).Stop() // contention only
+				}
+				runtime.Gosched()
+			}
+		})
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 300 {
+		clk.Add(time.Duration(r.Int64N(int64(8 * time.Millisecond))))
+		now := clk.Now()
+		clocks.Store(seq.Load()+1, now)
+		k := seq.Add(1)
+		advanceWithin(t, h, fmt.Sprintf("Advance %d", k))
+		mu.Lock()
+		for _, a := range all {
+			if a.done.Load()-1 < k && a.firedIn.Load() == 0 && due(a.tm.Deadline()) <= tick(now) {
+				sh := a.tm.sh.Load()
+				t.Fatalf("Advance %d to tick %d did not fire a timer due at tick %d armed before it began (done %d; shard %d filed %d when %d now %d; firedIn %d)", k, tick(now), due(a.tm.Deadline()), a.done.Load(), sh.idx, a.tm.filed.Load(), a.tm.when.Load(), sh.now.Load(), a.firedIn.Load())
+			}
+		}
+		mu.Unlock()
+	}
+	close(stop)
+	waitWithin(t, 10*time.Second, &wg, "the arming goroutines")
+	clk.Add(time.Second)
+	clocks.Store(seq.Load()+1, clk.Now())
+	seq.Add(1)
+	advanceWithin(t, h, "the last Advance")
+	for _, a := range all {
+		require.NotZero(t, a.firedIn.Load(), "every timer fired")
+	}
+	assert.Equal(t, 0, h.Len())
+	mustCheck(t, h)
+}
+
 // TestShards_HammerOneTimer resets, stops and fires one timer from many
 // goroutines while another advances: every arming ends exactly once, by a
 // firing, a Stop or a Reset that returned true, and callbacks never overlap.
