@@ -99,27 +99,7 @@ func (h *Hierarchy) offset(deadline time.Time) int64 {
 	return clampDeadline(int64(deadline.Sub(h.origin)))
 }
 
-// after returns the deadline d from now, in nanoseconds since the origin
-// (see pastDue for d <= 0).
+// after returns the deadline d from now, in nanoseconds since the origin.
 func (h *Hierarchy) after(d time.Duration) int64 {
-	e := h.elapsed()
-	w := clampDeadline(satAdd(e, int64(d)))
-	if d <= 0 {
-		w = h.pastDue(w, e)
-	}
-	return w
-}
-
-// pastDue returns the deadline to keep for w when the clock read e (both
-// in ns since the origin). A deadline already reached is due at once, at
-// the next Advance; but rounding it up to the next tick, as every deadline
-// is, would make one that falls within the tick the clock is in wait for
-// the next tick boundary. So such a deadline is kept as the start of that
-// tick, which the clock has passed: it is due by any Advance from now on.
-// Deadlines before that tick, and future ones, are kept as they are.
-func (h *Hierarchy) pastDue(w, e int64) int64 {
-	if w > e {
-		return w
-	}
-	return clampDeadline(min(w, h.tickNanos(floorDiv(e, h.tick))))
+	return clampDeadline(satAdd(h.elapsed(), int64(d)))
 }

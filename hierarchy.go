@@ -239,9 +239,12 @@ func (h *Hierarchy) mustBeMade(method string) {
 
 // AfterFunc arms a timer that calls f once the clock reaches now+d, rounded
 // up to the next tick, and returns the Timer, for Stop and Reset. f runs on
-// the goroutine that advances the hierarchy. A d <= 0 makes the timer due at
-// once: it fires on the next [Hierarchy.Advance], never inside AfterFunc.
-// AfterFunc panics if f is nil.
+// the goroutine that advances the hierarchy. A d <= 0 is rounded up like
+// any other: the timer fires on the first [Hierarchy.Advance] whose clock
+// has reached that tick (the next Advance when the clock sits on a tick
+// boundary, or is already past the tick; otherwise the first Advance at or
+// after the next boundary), never inside AfterFunc. AfterFunc panics if f
+// is nil.
 //
 // Each call allocates the Timer. A timer held by value and re-armed with
 // [Timer.Reset] (see [Timer.Init]) allocates nothing.
@@ -256,14 +259,15 @@ func (h *Hierarchy) AfterFunc(d time.Duration, f func()) *Timer {
 // AtFunc arms a timer that calls f once the clock reaches deadline, rounded
 // up to the next tick, and returns the Timer, for Stop and Reset. f runs on
 // the goroutine that advances the hierarchy. A deadline in the past fires on
-// the next [Hierarchy.Advance], never inside AtFunc. AtFunc panics if f is
-// nil.
+// the first [Hierarchy.Advance] whose clock has reached its tick (see
+// [Hierarchy.AfterFunc] for d <= 0), never inside AtFunc. AtFunc panics if f
+// is nil.
 func (h *Hierarchy) AtFunc(deadline time.Time, f func()) *Timer {
 	h.mustBeMade("AtFunc")
 	if f == nil {
 		panic("timingwheel: AtFunc called with a nil func")
 	}
-	return h.arm(&Timer{f: f}, h.pastDue(h.offset(deadline), h.elapsed()))
+	return h.arm(&Timer{f: f}, h.offset(deadline))
 }
 
 // arm places the new timer t, due at w (ns since origin), in the current

@@ -7,11 +7,15 @@ import (
 	"github.com/benbjohnson/clock"
 )
 
-// A deadline already past fires on the next Advance (API.md 1), also when
-// the clock sits between two ticks and the deadline lies within the tick
-// the clock is in, where rounding it up would make it wait for the next
-// tick boundary. Found by an outside review: before the fix none of these
-// ran until the clock reached 2ms.
+// A deadline already past fires at an Advance, never inside the call that
+// armed it (API.md 1), and like every deadline it is due at due(D), D
+// rounded up to the next tick: Advance at clock time T runs exactly the
+// timers with due(D) <= T. So with the clock between two ticks, a deadline
+// that passed within the tick the clock is in is due at the next tick
+// boundary, whether it came from AfterFunc(0), a negative d, AtFunc,
+// Reset(0), ResetAt or Timeouts.Add, and an Advance before that boundary
+// does not run it; one before that tick runs on the next Advance. Deadline
+// returns each deadline exactly as asked.
 func TestGuarantee1_PastDeadlineBetweenTicks(t *testing.T) {
 	mock := clock.NewMock()
 	h, err := New(WithClock(mock), WithShards(2))
@@ -20,7 +24,6 @@ func TestGuarantee1_PastDeadlineBetweenTicks(t *testing.T) {
 	}
 	mock.Add(1500 * time.Microsecond) // between the ticks at 1ms and 2ms
 	now := mock.Now()
-	tickStart := h.origin.Add(time.Millisecond)
 	ran := map[string]bool{}
 	arm := func(name string) func() { return func() { ran[name] = true } }
 
@@ -31,54 +34,59 @@ func TestGuarantee1_PastDeadlineBetweenTicks(t *testing.T) {
 	var v Timer
 	v.Init(h, arm("Init+Reset(0)"))
 	v.Reset(0)
-	s := NewTimeouts(h, func(k string) { ran["Timeouts.Add("+k+", 0)"] = true })
-	s.Add("k", 0)
-	// Not past: a deadline later within this tick, and ResetAt, which does
-	// not read the clock (documented), wait for the tick boundary.
-	h.AfterFunc(100*time.Microsecond, arm("AfterFunc(+100µs)"))
 	var r Timer
 	r.Init(h, arm("ResetAt(now-1µs)"))
 	r.ResetAt(now.Add(-time.Microsecond))
+	s := NewTimeouts(h, func(k string) { ran["Timeouts.Add("+k+", 0)"] = true })
+	s.Add("k", 0)
+	h.AfterFunc(100*time.Microsecond, arm("AfterFunc(+100µs)"))
+	if len(ran) != 0 {
+		t.Fatalf("callbacks ran inside the calls that armed them: %v", ran)
+	}
 
 	for _, c := range []struct {
 		name string
 		t    *Timer
 		want time.Time
 	}{
-		{"AfterFunc(0)", t0, tickStart},
-		{"AfterFunc(-100µs)", t1, tickStart},
-		{"AtFunc(now-1µs)", t2, tickStart},
-		{"AtFunc(now-1h)", t3, now.Add(-time.Hour)}, // before the tick: kept as is
-		{"Init+Reset(0)", &v, tickStart},
+		{"AfterFunc(0)", t0, now},
+		{"AfterFunc(-100µs)", t1, now.Add(-100 * time.Microsecond)},
+		{"AtFunc(now-1µs)", t2, now.Add(-time.Microsecond)},
+		{"AtFunc(now-1h)", t3, now.Add(-time.Hour)},
+		{"Init+Reset(0)", &v, now},
 		{"ResetAt(now-1µs)", &r, now.Add(-time.Microsecond)},
 	} {
 		if got := c.t.Deadline(); !got.Equal(c.want) {
-			t.Errorf("%s: Deadline = %v, want %v", c.name, got, c.want)
+			t.Errorf("%s: Deadline = %v, want %v, the deadline asked for", c.name, got, c.want)
 		}
 	}
-	if d, ok := s.Deadline("k"); !ok || !d.Equal(tickStart) {
-		t.Errorf("Timeouts.Deadline = %v, %v; want %v, true", d, ok, tickStart)
+	if d, ok := s.Deadline("k"); !ok || !d.Equal(now) {
+		t.Errorf("Timeouts.Deadline = %v, %v; want %v, true", d, ok, now)
 	}
 	if next, ok := h.Next(); !ok || next.After(now) {
-		t.Errorf("Next = %v, %v; want a time not after now (%v): timers are due", next, ok, now)
+		t.Errorf("Next = %v, %v; want a time not after now (the deadline an hour ago is due), true", next, ok)
 	}
 
-	if n := advanceWithin(t, h, "the timers armed in the past"); n != 6 {
-		t.Errorf("Advance ran %d callbacks, want 6", n)
+	// At 1.5ms only the deadline an hour ago is due (its tick is long past);
+	// every other one is due at the 2ms tick.
+	if n := advanceWithin(t, h, "the timers armed in the past, at 1.5ms"); n != 1 || !ran["AtFunc(now-1h)"] {
+		t.Errorf("Advance at 1.5ms ran %d callbacks (%v), want only AtFunc(now-1h)", n, ran)
 	}
-	for _, name := range []string{"AfterFunc(0)", "AfterFunc(-100µs)", "AtFunc(now-1µs)", "AtFunc(now-1h)", "Init+Reset(0)", "Timeouts.Add(k, 0)"} {
+	if next, ok := h.Next(); !ok || !next.Equal(h.origin.Add(2*time.Millisecond)) {
+		t.Errorf("Next = %v, %v; want the tick at 2ms after the origin, true", next, ok)
+	}
+	mock.Add(400 * time.Microsecond) // 1.9ms: still before the 2ms tick
+	if n := advanceWithin(t, h, "at 1.9ms"); n != 0 {
+		t.Errorf("Advance at 1.9ms ran %d callbacks due at the 2ms tick: early", n)
+	}
+	mock.Add(100 * time.Microsecond) // 2ms
+	if n := advanceWithin(t, h, "at the 2ms tick"); n != 7 {
+		t.Errorf("Advance at 2ms ran %d callbacks, want the 7 due at that tick", n)
+	}
+	for _, name := range []string{"AfterFunc(0)", "AfterFunc(-100µs)", "AtFunc(now-1µs)", "Init+Reset(0)", "ResetAt(now-1µs)", "Timeouts.Add(k, 0)", "AfterFunc(+100µs)"} {
 		if !ran[name] {
-			t.Errorf("%s, armed 1.5ms after the origin: not run by the next Advance", name)
+			t.Errorf("%s, armed 1.5ms after the origin: not run at the 2ms tick", name)
 		}
-	}
-	for _, name := range []string{"AfterFunc(+100µs)", "ResetAt(now-1µs)"} {
-		if ran[name] {
-			t.Errorf("%s ran before the clock reached its tick (2ms)", name)
-		}
-	}
-	mock.Add(500 * time.Microsecond) // 2ms
-	if n := advanceWithin(t, h, "the next tick"); n != 2 || !ran["AfterFunc(+100µs)"] || !ran["ResetAt(now-1µs)"] {
-		t.Errorf("at 2ms Advance ran %d callbacks, want the 2 due at that tick", n)
 	}
 	if h.Len() != 0 || s.Len() != 0 {
 		t.Errorf("Len = %d, Timeouts.Len = %d; want 0, 0", h.Len(), s.Len())

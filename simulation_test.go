@@ -388,27 +388,11 @@ func (s *sim) futureDeadline() int64 {
 }
 
 // relative returns the duration from now to deadline w, and the deadline
-// that a relative arming with it gets: now+d, saturated, and due at once
-// if already reached (see modelPast).
+// that a relative arming with it gets: now+d, saturated.
 func (s *sim) relative(w int64) (time.Duration, int64) {
 	now := s.elapsed()
 	d := satAdd(w, -now)
-	return time.Duration(d), s.modelPast(clampNs(satAdd(now, d)), now)
-}
-
-// modelPast is the deadline kept for w when AfterFunc, AtFunc or Reset
-// read the clock at now (API.md 1: a deadline already past fires on the
-// next Advance): one within the tick the clock is in counts from that
-// tick's start, so that it is due by the tick the clock has reached.
-// ResetAt does not read the clock and keeps w as it is.
-func (s *sim) modelPast(w, now int64) int64 {
-	if w > now {
-		return w
-	}
-	if start := s.modelFloor(now); start > math.MinInt64/s.tick {
-		return clampNs(min(w, start*s.tick))
-	}
-	return clampNs(min(w, math.MinInt64))
+	return time.Duration(d), clampNs(satAdd(now, d))
 }
 
 func (s *sim) arm(w int64) {
@@ -430,7 +414,6 @@ func (s *sim) arm(w int64) {
 		}
 		s.stats["by-value"]++
 	} else if s.src.intn(2) == 0 {
-		st.when = s.modelPast(st.when, s.elapsed())
 		st.t = s.h.AtFunc(s.h.origin.Add(time.Duration(w)), s.callback(st))
 	} else {
 		var d time.Duration

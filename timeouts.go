@@ -116,7 +116,8 @@ func (s *Timeouts[K]) locate(k K) (uint64, *timeoutShard[K], bool) {
 // Add arms k to expire d from now, adding it to the set, or, if k is in the
 // set, re-arms it with the new deadline (later or earlier). Re-arming a key
 // allocates nothing, and neither does adding one once the set has held as
-// many keys. A d <= 0 expires k on the next [Hierarchy.Advance].
+// many keys. A d <= 0 expires k on the first [Hierarchy.Advance] whose
+// clock has reached now+d rounded up to a tick, as for [Hierarchy.AfterFunc].
 func (s *Timeouts[K]) Add(k K, d time.Duration) {
 	s.mustBeMade("Add")
 	s.add(k, d)

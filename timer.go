@@ -128,7 +128,8 @@ func (t *Timer) Stop() bool {
 // this call also cancelled the pending firing, exactly as [Timer.Stop] would
 // have; false means the timer had fired (its callback started) or been
 // stopped, and is now armed again. A callback may Reset its own timer. A
-// d <= 0 fires on the next [Hierarchy.Advance], never inside Reset.
+// d <= 0 is rounded up like any other (see [Hierarchy.AfterFunc]) and
+// fires on an Advance, never inside Reset.
 //
 // Reset never allocates. Moving an armed timer's deadline later takes no
 // lock unless the timer is within level 0's span of firing (1s by default):
@@ -138,15 +139,11 @@ func (t *Timer) Reset(d time.Duration) bool {
 	return t.resetTo(s, s.h.after(d), true)
 }
 
-// ResetAt is like [Timer.Reset] with an absolute deadline. It lets a caller
-// that re-arms many timers read the clock once for all of them, which is
-// much cheaper than a clock read per timer: ResetAt itself does not read
-// it. So a deadline is due at its tick, rounded up, like any other: one
-// before the start of the tick the clock is in fires on the next
-// [Hierarchy.Advance], never inside ResetAt; one already past but within
-// that tick fires on the first Advance at or after the next tick boundary
-// (Reset(0) and [Hierarchy.AtFunc], which read the clock, make it due at
-// once).
+// ResetAt is like [Timer.Reset] with an absolute deadline; a deadline in the
+// past fires on the first [Hierarchy.Advance] whose clock has reached its
+// tick, as for [Hierarchy.AtFunc]. It lets a caller that re-arms
+// many timers read the clock once for all of them, which is much cheaper
+// than a clock read per timer.
 func (t *Timer) ResetAt(deadline time.Time) bool {
 	s := t.shard("ResetAt")
 	return t.resetTo(s, s.h.offset(deadline), true)
@@ -156,10 +153,7 @@ func (t *Timer) ResetAt(deadline time.Time) bool {
 // timer fires or is stopped it still returns that deadline; for a timer
 // initialized by Init and never armed, it returns the zero Time. A
 // deadline more than about 292 years from the hierarchy's origin is held
-// at that limit. A deadline that had already passed when the timer was
-// armed by AfterFunc, AtFunc or Reset, but lay within the tick the clock
-// was in, is returned as the start of that tick: that is what makes it due
-// at once, on the next Advance, rather than at the next tick boundary.
+// at that limit.
 func (t *Timer) Deadline() time.Time {
 	s := t.shard("Deadline")
 	w := t.when.Load()
