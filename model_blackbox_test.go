@@ -104,6 +104,23 @@ type rvCfg struct {
 	parallel bool
 }
 
+// newHierarchy makes the hierarchy cfg describes, on clk.
+func (cfg rvCfg) newHierarchy(t *testing.T, clk clock.Clock) *timingwheel.Hierarchy {
+	t.Helper()
+	opts := []timingwheel.Option{timingwheel.WithClock(clk), timingwheel.WithTick(cfg.tick), timingwheel.WithShards(cfg.shards)}
+	if cfg.levels != nil {
+		opts = append(opts, timingwheel.WithLevels(cfg.levels...))
+	}
+	if cfg.parallel {
+		opts = append(opts, timingwheel.WithParallelCallbacks())
+	}
+	h, err := timingwheel.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 type rvMT struct {
 	t      *timingwheel.Timer
 	val    *timingwheel.Timer // non-nil for a by-value timer (t == val)
@@ -120,6 +137,27 @@ func rvCeilDiv(ns, tick int64) int64 {
 	}
 	return q
 }
+
+// rvDue returns due(D) of API.md: D rounded up to a tick after origin.
+func rvDue(origin time.Time, tick int64) func(time.Time) int64 {
+	return func(dl time.Time) int64 { return rvCeilDiv(int64(dl.Sub(origin)), tick) }
+}
+
+// rvArmedEarliest returns how many of the model's timers are armed and the
+// earliest due tick among them (has is false if none); state says whether
+// a timer is armed and with which deadline.
+func rvArmedEarliest[T any](timers []T, due func(time.Time) int64, state func(T) (bool, time.Time)) (armed int, minDue int64, has bool) {
+	for _, m := range timers {
+		if on, dl := state(m); on {
+			armed++
+			if d := due(dl); !has || d < minDue {
+				minDue, has = d, true
+			}
+		}
+	}
+	return armed, minDue, has
+}
+
 func rvFloorDiv(ns, tick int64) int64 {
 	q := ns / tick
 	if ns%tick < 0 {
@@ -131,17 +169,7 @@ func rvFloorDiv(ns, tick int64) int64 {
 func rvModelRun(t *testing.T, cfg rvCfg, seed int64, steps int) {
 	rng := rand.New(rand.NewSource(seed))
 	clk := newRvClock()
-	opts := []timingwheel.Option{timingwheel.WithClock(clk), timingwheel.WithTick(cfg.tick), timingwheel.WithShards(cfg.shards)}
-	if cfg.levels != nil {
-		opts = append(opts, timingwheel.WithLevels(cfg.levels...))
-	}
-	if cfg.parallel {
-		opts = append(opts, timingwheel.WithParallelCallbacks())
-	}
-	h, err := timingwheel.New(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := cfg.newHierarchy(t, clk)
 	origin := clk.Now()
 	tick := int64(cfg.tick)
 	span := int64(cfg.tick)
@@ -153,7 +181,7 @@ func rvModelRun(t *testing.T, cfg rvCfg, seed int64, steps int) {
 	if cfg.levels == nil {
 		span = int64(24*time.Hour/time.Millisecond) * tick
 	}
-	due := func(dl time.Time) int64 { return rvCeilDiv(int64(dl.Sub(origin)), tick) }
+	due := rvDue(origin, tick)
 
 	var timers []*rvMT
 	var firedMu sync.Mutex
@@ -344,16 +372,7 @@ func rvModelRun(t *testing.T, cfg rvCfg, seed int64, steps int) {
 			}
 		}
 		// Invariants after every step.
-		armed := 0
-		minDue, has := int64(0), false
-		for _, m := range timers {
-			if m.armed {
-				armed++
-				if d := due(m.dl); !has || d < minDue {
-					minDue, has = d, true
-				}
-			}
-		}
+		armed, minDue, has := rvArmedEarliest(timers, due, func(m *rvMT) (bool, time.Time) { return m.armed, m.dl })
 		if l := h.Len(); l != armed {
 			t.Fatalf("seed %d step %d: Len = %d, model %d", seed, step, l, armed)
 		}
@@ -412,14 +431,7 @@ func rvCallbackModelRun(t *testing.T, cfg rvCfg, seed int64, steps int) {
 	rng := rand.New(rand.NewSource(seed))
 	crng := rand.New(rand.NewSource(seed * 7919))
 	clk := newRvClock()
-	opts := []timingwheel.Option{timingwheel.WithClock(clk), timingwheel.WithTick(cfg.tick), timingwheel.WithShards(cfg.shards)}
-	if cfg.levels != nil {
-		opts = append(opts, timingwheel.WithLevels(cfg.levels...))
-	}
-	h, err := timingwheel.New(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := cfg.newHierarchy(t, clk) // the configurations of this model have no parallel callbacks
 	origin := clk.Now()
 	tick := int64(cfg.tick)
 	span := int64(cfg.tick)
@@ -429,7 +441,7 @@ func rvCallbackModelRun(t *testing.T, cfg rvCfg, seed int64, steps int) {
 	if cfg.levels == nil {
 		span = int64(24*time.Hour/time.Millisecond) * tick
 	}
-	due := func(dl time.Time) int64 { return rvCeilDiv(int64(dl.Sub(origin)), tick) }
+	due := rvDue(origin, tick)
 
 	type mt struct {
 		t      *timingwheel.Timer
@@ -476,16 +488,7 @@ func rvCallbackModelRun(t *testing.T, cfg rvCfg, seed int64, steps int) {
 		started++
 	}
 	checkCounts := func(where string) {
-		armed := 0
-		minDue, has := int64(0), false
-		for _, m := range timers {
-			if m.armed {
-				armed++
-				if d := due(m.dl); !has || d < minDue {
-					minDue, has = d, true
-				}
-			}
-		}
+		armed, minDue, has := rvArmedEarliest(timers, due, func(m *mt) (bool, time.Time) { return m.armed, m.dl })
 		if l := h.Len(); l != armed {
 			fail("%s: Len = %d, model %d", where, l, armed)
 		}
@@ -665,7 +668,7 @@ func rvConcurrentRun(t *testing.T, shards int, parallel bool, dur time.Duration)
 	}
 	origin := clk.Now()
 	const tick = int64(time.Millisecond)
-	due := func(dl time.Time) int64 { return rvCeilDiv(int64(dl.Sub(origin)), tick) }
+	due := rvDue(origin, tick)
 
 	const N = 64
 	timers := make([]*rvCT, N)
@@ -742,7 +745,7 @@ func rvConcurrentRun(t *testing.T, shards int, parallel bool, dur time.Duration)
 				}
 				c.mu.Lock()
 				now := clk.Now()
-				switch rng.Intn(4) {
+				switch op := rng.Intn(4); op {
 				case 0:
 					got := c.t.Stop()
 					if got {
@@ -754,31 +757,23 @@ func rvConcurrentRun(t *testing.T, shards int, parallel bool, dur time.Duration)
 						c.claimed = append(c.claimed, c.dl) // its callback started
 					}
 					c.armed = false
-				case 1:
-					dl := now.Add(d)
-					got := c.t.ResetAt(dl)
+				default: // 1: ResetAt, else Reset
+					dl, name, got := now.Add(d), "Reset", false
+					if op == 1 {
+						name, got = "ResetAt", c.t.ResetAt(dl)
+					} else {
+						got = c.t.Reset(d)
+					}
 					c.armings++
 					if got {
 						c.cancels++
 						if !c.armed && c.bad == "" {
-							c.bad = "ResetAt returned true for a timer the model had unarmed"
+							c.bad = name + " returned true for a timer the model had unarmed"
 						}
 					} else if c.armed {
 						c.claimed = append(c.claimed, c.dl)
 					}
 					c.armed, c.dl = true, dl
-				default:
-					got := c.t.Reset(d)
-					c.armings++
-					if got {
-						c.cancels++
-						if !c.armed && c.bad == "" {
-							c.bad = "Reset returned true for a timer the model had unarmed"
-						}
-					} else if c.armed {
-						c.claimed = append(c.claimed, c.dl)
-					}
-					c.armed, c.dl = true, now.Add(d)
 				}
 				c.mu.Unlock()
 			}
