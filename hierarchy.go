@@ -121,13 +121,18 @@ type Hierarchy struct {
 	shards []*shard
 	tokens sync.Pool    // of *shard: a hint of the current processor's shard
 	rr     atomic.Int64 // hands out shards to new tokens, round robin
-	// Set by tests only: pick chooses the shard of a new timer instead of
-	// the processor's token; betweenBatches runs between two batches of a
-	// cascade, with the shard's lock released; batch is the cascade's
-	// batch size.
+	// Set by tests only: pick chooses the shard of a new timer (and of a
+	// moving one, see moveAlways) instead of the processor's token;
+	// betweenBatches runs between two batches of a cascade, with the
+	// shard's lock released; batch is the cascade's batch size.
 	pick           func() *shard
 	betweenBatches func()
 	batch          int
+	// moveAlways, set by tests, moves every unarmed timer a Reset arms to
+	// the shard pickShard names, not only when its own shard's lock was
+	// contended (see Timer.resetTo), so that a model covers timers that
+	// change shards.
+	moveAlways bool
 
 	// The fields above are read by every operation and written only by
 	// New (tokens: by the pool, per processor); those below are written

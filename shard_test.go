@@ -59,6 +59,7 @@ func TestShards_AdvanceSeesWorkFiledIntoAPassedShard(t *testing.T) {
 	var into atomic.Pointer[shard]
 	into.Store(h.shards[0])
 	h.pick = func() *shard { return into.Load() }
+	h.moveAlways = true
 	var got []string
 	var b Timer
 	b.Init(h, func() { got = append(got, "b at 150ms") })
@@ -535,8 +536,9 @@ func TestTimer_DeadlineBeforeFirstArming(t *testing.T) {
 
 // TestShards_UnarmedTimerFollowsItsUser: a timer initialized on one
 // processor and re-armed from another moves to the re-arming processor's
-// shard when it is unarmed (never while armed), and every method finds it
-// there.
+// shard when it is unarmed (never while armed) and its own shard's lock was
+// contended; an uncontended re-arm leaves it where it is, sparing the
+// lookup of the processor's shard. Every method finds it after a move.
 func TestShards_UnarmedTimerFollowsItsUser(t *testing.T) {
 	h, clk := newFake(t, WithShards(3))
 	cur := h.shards[0]
@@ -548,28 +550,56 @@ func TestShards_UnarmedTimerFollowsItsUser(t *testing.T) {
 
 	cur = h.shards[1]
 	assert.False(t, tm.Reset(time.Second), "first arming")
-	assert.Same(t, h.shards[1], tm.sh.Load(), "armed where it was re-armed from")
+	assert.Same(t, h.shards[0], tm.sh.Load(), "uncontended: it stays")
+	assert.True(t, tm.Stop())
+	assert.False(t, resetContended(t, &tm, time.Second), "re-arming")
+	assert.Same(t, h.shards[1], tm.sh.Load(), "armed where it was re-armed from, once its shard was contended")
 	cur = h.shards[2]
-	assert.True(t, tm.Reset(2*time.Second))
+	assert.True(t, resetContended(t, &tm, 2*time.Second))
 	assert.Same(t, h.shards[1], tm.sh.Load(), "an armed timer stays")
 	assert.True(t, tm.Stop())
-	assert.False(t, tm.Reset(time.Second))
-	assert.Same(t, h.shards[2], tm.sh.Load())
+	assert.False(t, resetContended(t, &tm, time.Second))
+	require.Same(t, h.shards[2], tm.sh.Load()) // not shards[0], whose lock the test takes below
 	assert.Equal(t, 1, h.Len())
 	mustCheck(t, h)
 	clk.Add(time.Second)
 	assert.Equal(t, 1, advanceWithin(t, h, "the timer that moved shards"))
 	assert.Equal(t, int32(1), fired.Load())
 
-	// The other shard's lock is held: the timer stays where it is.
+	// The processor's shard's lock is held: the timer stays where it is.
 	h.shards[0].lock()
 	cur = h.shards[0]
-	var armed bool
-	mustReturn(t, 5*time.Second, "Reset of an unarmed timer whose processor's shard is locked", func() { armed = tm.Reset(time.Second) })
-	assert.False(t, armed)
+	assert.False(t, resetContended(t, &tm, time.Second))
 	h.shards[0].mu.Unlock()
 	assert.Same(t, h.shards[2], tm.sh.Load())
 	mustCheck(t, h)
+}
+
+// resetContended calls tm.Reset(d) while the test holds the lock of tm's
+// shard, and lets go of it once Reset waits for it, so that Reset finds its
+// shard contended (a Reset that takes no lock returns without waiting). It
+// returns what Reset returned.
+func resetContended(t *testing.T, tm *Timer, d time.Duration) bool {
+	t.Helper()
+	s := tm.sh.Load()
+	s.lock()
+	done := make(chan bool, 1)
+	go func() { done <- tm.Reset(d) }()
+	for deadline := time.Now().Add(5 * time.Second); s.waiting.Load() == 0 && len(done) == 0; {
+		if time.Now().After(deadline) {
+			s.mu.Unlock()
+			t.Fatal("hung: Reset neither returned nor waited for its shard's lock within 5s")
+		}
+		runtime.Gosched()
+	}
+	s.mu.Unlock()
+	select {
+	case armed := <-done:
+		return armed
+	case <-time.After(5 * time.Second):
+		t.Fatal("hung: Reset did not return within 5s of its shard's lock being let go")
+		return false
+	}
 }
 
 // TestStats_LatenessOfAncientDeadline: a deadline centuries before the

@@ -193,6 +193,7 @@ func newSim(tb testing.TB, l layout, desc string, src source) *sim {
 		// Spread the timers over the shards at random, so that Advance
 		// merges them and every operation meets timers of other shards.
 		h.pick = func() *shard { return h.shards[src.intn(int64(n))] }
+		h.moveAlways = true // and let re-armed timers change shards
 	}
 	// Cascade in batches of a few timers, and arm, stop and reset timers
 	// between the batches, as other goroutines may.

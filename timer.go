@@ -51,7 +51,7 @@ func (t *Timer) Init(h *Hierarchy, f func()) *Timer {
 		panic("timingwheel: Timer.Init called with a nil func")
 	}
 	if t.sh.Load() != nil {
-		s := t.lockShard()
+		s, _ := t.lockShard()
 		armed := t.filed.Load() != unarmed
 		s.mu.Unlock()
 		if armed {
@@ -75,11 +75,11 @@ func (t *Timer) shard(method string) *shard {
 	return s
 }
 
-// lockShard locks the timer's shard and returns it. If it had to wait for
-// the lock, the current processor shares the shard with another: it
-// prefers the next shard from now on, so the timers it arms next (and the
-// unarmed ones it re-arms) go there (see resetTo).
-func (t *Timer) lockShard() *shard {
+// lockShard locks the timer's shard and returns it, and whether it had to
+// wait for the lock. If it had to, the current processor shares the shard
+// with another: it prefers the next shard from now on, so the timers it
+// arms next (and the unarmed ones it re-arms) go there (see resetTo).
+func (t *Timer) lockShard() (*shard, bool) {
 	for {
 		s := t.sh.Load()
 		contended := !s.mu.TryLock()
@@ -92,7 +92,7 @@ func (t *Timer) lockShard() *shard {
 			if contended && len(s.h.shards) > 1 {
 				s.h.prefer(s.h.shards[(s.idx+1)%len(s.h.shards)])
 			}
-			return s
+			return s, contended
 		}
 		s.mu.Unlock() // it moved while unarmed: follow it
 	}
@@ -106,7 +106,7 @@ func (t *Timer) lockShard() *shard {
 // no reference to it.
 func (t *Timer) Stop() bool {
 	t.shard("Stop")
-	s := t.lockShard()
+	s, _ := t.lockShard()
 	if t.filed.Load() == unarmed {
 		s.mu.Unlock()
 		return false
@@ -170,11 +170,13 @@ func (t *Timer) Deadline() time.Time {
 var testHookLazyReset func(t *Timer, stage int)
 
 // resetTo re-arms t, of shard s (as read from t.sh), with deadline w (ns
-// since origin). If t is unarmed and move is set, it arms t in the
-// current processor's shard if that shard's lock is free: a timer
-// initialized on one goroutine (an accept loop) and then re-armed from
-// others (each connection's) follows the goroutines that use it, instead
-// of making them share one shard. Timeouts does not move its timers: their
+// since origin). If t is unarmed, move is set and t's shard's lock was
+// contended, it arms t in the current processor's shard if that shard's
+// lock is free: a timer initialized on one goroutine (an accept loop) and
+// then re-armed from others (each connection's) follows the goroutines
+// that use it once they meet on its lock, instead of making them share one
+// shard. An uncontended re-arm leaves t where it is and spares the lookup
+// of the processor's shard. Timeouts does not move its timers: their
 // callbacks are bound to a shard.
 func (t *Timer) resetTo(s *shard, w int64, move bool) bool {
 	// Fast path: an armed timer that sits beyond level 0 and moves later
@@ -213,7 +215,7 @@ func (t *Timer) resetTo(s *shard, w int64, move bool) bool {
 		}
 	}
 	d := s.h.dueTick(w)
-	s = t.lockShard()
+	s, contended := t.lockShard()
 	f := t.filed.Load()
 	if f == d && f > s.now.Load() {
 		// Re-armed for the tick it is filed under, which is after now: in
@@ -227,7 +229,7 @@ func (t *Timer) resetTo(s *shard, w int64, move bool) bool {
 	if armed {
 		s.unlinkLocked(t)
 	} else {
-		if move {
+		if move && (contended || s.h.moveAlways) {
 			if n := s.h.pickShard(); n != s && n.mu.TryLock() {
 				t.sh.Store(n)
 				s.mu.Unlock()
