@@ -104,6 +104,13 @@ func (sh *shard) check() error {
 		if want := l.lastFor(now); l.last != want {
 			return fmt.Errorf("level %d: last = %d, want %d for now %d", i, l.last, want, now)
 		}
+		wantStart := int64(0)
+		if l.span != 0 {
+			wantStart = now - now%l.span
+		}
+		if l.start != wantStart {
+			return fmt.Errorf("level %d: start = %d, want %d for now %d", i, l.start, wantStart, now)
+		}
 		cur := l.slotOf(now)
 		// Walk the slots whose bit is set. A timer in a slot whose bit is
 		// clear is caught by the count at the end: it is in no list walked.
@@ -131,8 +138,8 @@ func (sh *shard) check() error {
 					return fmt.Errorf("filed at tick %d, beyond the level's revolution (last %d)", f, l.last)
 				case i > 0 && f <= h.levels[i-1].last:
 					return fmt.Errorf("filed at tick %d, within the level below (last %d)", f, h.levels[i-1].last)
-				case l.slotOf(f) != s:
-					return fmt.Errorf("filed at tick %d, which is slot %d", f, l.slotOf(f))
+				case l.slotOf(f) != s || slotByDigit(l, f) != s:
+					return fmt.Errorf("filed at tick %d, which is slot %d (by its digit: %d)", f, l.slotOf(f), slotByDigit(l, f))
 				}
 				return nil
 			})
@@ -181,4 +188,14 @@ func (sh *shard) check() error {
 		return fmt.Errorf("Len %d, but %d timers in lists", c, n)
 	}
 	return nil
+}
+
+// slotByDigit is the slot of tick d at level l computed as the level's
+// digit of d, (d / width) mod len(slots), independently of l.start.
+func slotByDigit(l *level, d int64) int {
+	q := d / l.width
+	if l.span != 0 {
+		q %= int64(len(l.slots))
+	}
+	return int(q)
 }

@@ -21,6 +21,7 @@ import (
 type level struct {
 	width int64   // ticks per slot
 	span  int64   // ticks per revolution, width*len(slots); 0 if that exceeds int64 (unbounded)
+	start int64   // first tick of the revolution that contains now (0 if unbounded)
 	last  int64   // last tick of the revolution that contains now
 	slots []Timer // list sentinels
 	occ   []uint64
@@ -47,26 +48,36 @@ func newLevel(index, n int, width int64) *level {
 }
 
 // setNow recomputes the bounds of the revolution that contains now.
-func (l *level) setNow(now int64) { l.last = l.lastFor(now) }
+func (l *level) setNow(now int64) {
+	l.start = l.startFor(now)
+	l.last = l.lastFor(now)
+}
+
+// startFor returns the first tick of the revolution that contains now.
+func (l *level) startFor(now int64) int64 {
+	if l.span == 0 {
+		return 0
+	}
+	return now - now%l.span
+}
 
 // lastFor returns the last tick of the revolution that contains now.
 func (l *level) lastFor(now int64) int64 {
 	if l.span == 0 {
 		return math.MaxInt64
 	}
-	return satAdd(now-now%l.span, l.span-1)
+	return satAdd(l.startFor(now), l.span-1)
 }
 
-// slotOf returns the slot of tick d, which must lie in now's revolution.
+// slotOf returns the slot of tick d, which must lie in now's revolution:
+// its offset from the revolution's start, in slots. It divides once
+// (level 0 not at all), where (d/width) mod len(slots) would divide twice;
+// this runs for every timer armed or cascaded.
 func (l *level) slotOf(d int64) int {
-	q := d
-	if l.width != 1 { // level 0: spare a division
-		q /= l.width
+	if l.width == 1 {
+		return int(d - l.start)
 	}
-	if l.span != 0 {
-		q %= int64(len(l.slots))
-	}
-	return int(q)
+	return int((d - l.start) / l.width)
 }
 
 // setOccupied and clearOccupied maintain the occupancy bitmap.

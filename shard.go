@@ -151,7 +151,7 @@ func (s *shard) placeLocked(t *Timer, d int64) {
 	sl := l.slotOf(d)
 	l.setOccupied(sl)
 	l.slots[sl].pushBack(t)
-	if ev := d - d%l.width; ev < s.workFrom.Load() { // the slot's event: its first tick
+	if ev := l.start + int64(sl)*l.width; ev < s.workFrom.Load() { // the slot's event: its first tick
 		s.workFrom.Store(ev)
 	}
 }
