@@ -90,23 +90,30 @@ func burn(n int) {
 	burnSink.Add(x)
 }
 
-// BenchmarkSlowExpiry: 10^5 timers due within one second (uniformly spread),
-// whose callback burns slowCallback of CPU; a fresh set per iteration. Per
-// iteration it reports
+// BenchmarkSlowExpiry: 10^5 timers whose callback burns slowCallback of
+// CPU; a fresh set per iteration. due=spread: deadlines spread uniformly
+// over one second, on the real clock, each implementation firing as the
+// deadlines come (what a server sees when connections idle out over a
+// second). due=burst: all 10^5 due at once (a crowd that idled out at the
+// same instant, or a driver that fell a second behind). Per iteration it
+// reports
 //
 //	cpu-sec/op      process CPU (user + system, all threads) from the end of
 //	                arming until the last callback returned
 //	lag-sec/op      wall time from the last deadline until the last callback
 //	                returned: how far behind expiry ran
 //	wall-sec/op     wall time from the first deadline until the last callback
-//	                returned (for the runtime at least the 1 s spread)
+//	                returned (with due=spread at least the 1 s spread)
 //	callback-us     the callback's CPU time, measured, for reference
 //	max-goroutines  the most goroutines seen (sampled every 5 ms)
 //
-//	impl=wheel           a clock.Mock moved past every deadline, then one
-//	                     h.Advance(): all 10^5 callbacks run in it, one after
-//	                     the other (its wall and lag are both the Advance)
-//	impl=wheel-parallel  the same with parallel callbacks, once the library
+//	impl=wheel           due=spread: the real clock and the driver (h.Start);
+//	                     callbacks run one after the other on the driver's
+//	                     goroutine, tick by tick. due=burst: a clock.Mock
+//	                     moved past every deadline, then one h.Advance(): all
+//	                     10^5 callbacks run in it, one after the other (its
+//	                     wall and lag are both the Advance)
+//	impl=wheel-parallel  due=burst with parallel callbacks, once the library
 //	                     has the option (see newParallelWheel)
 //	impl=runtime         time.AfterFunc on the real clock; each expiry runs
 //	                     its callback in a new goroutine
@@ -170,60 +177,88 @@ func BenchmarkSlowExpiry(b *testing.B) {
 		b.ReportMetric(float64(maxG.Load()), "max-goroutines")
 		settle()
 	}
-	name := "timers=100000/callback=2us"
+	const name = "timers=100000/callback=2us"
+	// onRealClock measures expiry on the real clock. setup makes what one
+	// iteration arms its timers in, and returns arm, which arms one timer
+	// at a deadline, and the teardown. The deadlines start lead from now,
+	// spread over the offsets, or all at that instant with burst.
+	onRealClock := func(b *testing.B, burst bool, setup func() (arm func(at time.Time, f func()), teardown func())) {
+		const lead = 500 * time.Millisecond // arming 10^5 timers takes well under this
+		spread := last
+		if burst {
+			spread = 0
+		}
+		var cpu, wall, lag time.Duration
+		var maxG atomic.Int64
+		b.ReportAllocs()
+		for b.Loop() {
+			arm, teardown := setup()
+			var fired atomic.Int64
+			done := make(chan struct{})
+			f := func() {
+				burn(iters)
+				if fired.Add(1) == n {
+					close(done)
+				}
+			}
+			settle()
+			stopSampling := sampleGoroutines(&maxG)
+			first := time.Now().Add(lead)
+			for _, off := range offsets {
+				if burst {
+					off = 0
+				}
+				arm(first.Add(off), f)
+			}
+			cpu0, armed := cpuTime(), time.Now()
+			if armed.After(first) {
+				b.Logf("arming took longer than the %v lead: firing overlapped it", lead)
+			}
+			select {
+			case <-done:
+			case <-time.After(time.Minute):
+				b.Fatalf("%d of %d callbacks ran within a minute", fired.Load(), n)
+			}
+			cpu1, end := cpuTime(), time.Now()
+			stopSampling()
+			teardown()
+			cpu += cpu1 - cpu0
+			wall += end.Sub(first)
+			lag += end.Sub(first.Add(spread))
+		}
+		per := func(d time.Duration) float64 { return d.Seconds() / float64(b.N) }
+		b.ReportMetric(per(cpu), "cpu-sec/op")
+		b.ReportMetric(per(lag), "lag-sec/op")
+		b.ReportMetric(per(wall), "wall-sec/op")
+		b.ReportMetric(callbackCost, "callback-us")
+		b.ReportMetric(float64(maxG.Load()), "max-goroutines")
+		settle()
+	}
+	runtimeTimers := func() (func(time.Time, func()), func()) {
+		return func(at time.Time, f func()) { time.AfterFunc(time.Until(at), f) }, func() {}
+	}
 	b.Run("impl=wheel", func(b *testing.B) {
-		b.Run(name, func(b *testing.B) {
+		b.Run("due=spread/"+name, func(b *testing.B) {
+			onRealClock(b, false, func() (func(time.Time, func()), func()) {
+				h, err := timingwheel.New()
+				if err != nil {
+					b.Fatal(err)
+				}
+				h.Start()
+				return func(at time.Time, f func()) { h.AtFunc(at, f) }, h.Stop
+			})
+		})
+		b.Run("due=burst/"+name, func(b *testing.B) {
 			wheel(b, func(c clock.Clock) (*timingwheel.Hierarchy, error) { return timingwheel.New(timingwheel.WithClock(c)) })
 		})
 	})
 	if newParallelWheel != nil {
 		b.Run("impl=wheel-parallel", func(b *testing.B) {
-			b.Run(name, func(b *testing.B) { wheel(b, newParallelWheel) })
+			b.Run("due=burst/"+name, func(b *testing.B) { wheel(b, newParallelWheel) })
 		})
 	}
 	b.Run("impl=runtime", func(b *testing.B) {
-		b.Run(name, func(b *testing.B) {
-			const lead = 500 * time.Millisecond // arming 10^5 timers takes well under this
-			var cpu, wall, lag time.Duration
-			var maxG atomic.Int64
-			b.ReportAllocs()
-			for b.Loop() {
-				var fired atomic.Int64
-				done := make(chan struct{})
-				f := func() {
-					burn(iters)
-					if fired.Add(1) == n {
-						close(done)
-					}
-				}
-				settle()
-				stopSampling := sampleGoroutines(&maxG)
-				first := time.Now().Add(lead)
-				for _, off := range offsets {
-					time.AfterFunc(time.Until(first.Add(off)), f)
-				}
-				cpu0, armed := cpuTime(), time.Now()
-				if armed.After(first) {
-					b.Logf("arming took longer than the %v lead: firing overlapped it", lead)
-				}
-				select {
-				case <-done:
-				case <-time.After(time.Minute):
-					b.Fatalf("%d of %d callbacks ran within a minute", fired.Load(), n)
-				}
-				cpu1, end := cpuTime(), time.Now()
-				stopSampling()
-				cpu += cpu1 - cpu0
-				wall += end.Sub(first)
-				lag += end.Sub(first.Add(last))
-			}
-			per := func(d time.Duration) float64 { return d.Seconds() / float64(b.N) }
-			b.ReportMetric(per(cpu), "cpu-sec/op")
-			b.ReportMetric(per(lag), "lag-sec/op")
-			b.ReportMetric(per(wall), "wall-sec/op")
-			b.ReportMetric(callbackCost, "callback-us")
-			b.ReportMetric(float64(maxG.Load()), "max-goroutines")
-			settle()
-		})
+		b.Run("due=spread/"+name, func(b *testing.B) { onRealClock(b, false, runtimeTimers) })
+		b.Run("due=burst/"+name, func(b *testing.B) { onRealClock(b, true, runtimeTimers) })
 	})
 }
