@@ -347,7 +347,8 @@ func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 		}
 		// Batch 1 moved tm down to level 0, filed by its old deadline.
 		s.lock()
-		cascaded = tm.next != nil && s.levels[0].slots[s.levels[0].slotOf(tm.filed.Load())].next == tm
+		l0, f := s.levels[0], tm.filed.Load()
+		cascaded = tm.next != nil && f >= l0.start && f <= l0.last && l0.slots[l0.slotOf(f)].next == tm
 		s.mu.Unlock()
 		letStore() // the Reset stores its deadline with the cascade half done
 		select {
