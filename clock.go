@@ -3,6 +3,7 @@ package timingwheel
 import (
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/benbjohnson/clock"
 )
@@ -38,4 +39,14 @@ func WithClock(c clock.Clock) Option {
 		cfg.clock = c
 		return nil
 	})
+}
+
+// Now returns the hierarchy's clock reading: the instant every deadline is
+// measured from. With [WithClock] and a [clock.Mock] it is the Mock's time;
+// with the default clock it is the current time, with a monotonic reading.
+// A caller that arms many timers at once, or computes a deadline to pass to
+// [Timer.ResetAt] or [Hierarchy.WithDeadline], reads it once.
+func (h *Hierarchy) Now() time.Time {
+	h.mustBeMade("Now")
+	return h.origin.Add(time.Duration(h.elapsed()))
 }
