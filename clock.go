@@ -25,9 +25,11 @@ var (
 // combine a Mock with [Hierarchy.Start] in tests: the driver then fires on
 // its own goroutine, some time after mock.Add returns, and a test that
 // checks right after mock.Add passes on a quiet machine and fails under
-// load. To test code that starts the driver itself, leave the clock as it
-// is and run the test in a testing/synctest bubble: "time.Sleep(d);
-// synctest.Wait()" then returns once the driver has fired everything due.
+// load. To test code that starts the driver itself, or that arms and
+// re-arms timers from goroutines of its own (which a test moving a Mock
+// races), leave the clock as it is and run the test in a testing/synctest
+// bubble: "time.Sleep(d); synctest.Wait()" then returns once the driver
+// has fired everything due and every goroutine of the bubble is blocked.
 func WithClock(c clock.Clock) Option {
 	return optionFunc(func(cfg *config) error {
 		if c == nil {

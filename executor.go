@@ -49,6 +49,7 @@ func (t *Timer) runOn() bool {
 	t.mode &^= modePending
 	emptied := false
 	if t.filed.Load() == unarmed { // a one-shot run: the arming ends here
+		s.hops--
 		s.count--
 		s.stats.fired++
 		emptied = s.count == 0

@@ -11,7 +11,7 @@
 //	...
 //	t.Reset(30 * time.Second) // heartbeat: push the deadline back
 //
-// Three shapes cover most uses:
+// These shapes cover most uses:
 //
 //   - [Hierarchy.AfterFunc] and [Hierarchy.AtFunc] return a *[Timer], like
 //     [time.AfterFunc];
@@ -20,7 +20,12 @@
 //     it (a retransmit timer per packet);
 //   - [Timeouts] is a set of keys that each expire at their own deadline
 //     (an idle timeout per connection, keyed by the connection), and
-//     [Hierarchy.IdleConn] wraps a net.Conn so that it is closed once idle.
+//     [Hierarchy.IdleConn] wraps a net.Conn so that it is closed once idle;
+//   - [Hierarchy.Every] and [Timer.ResetEvery] run a callback periodically,
+//     on a grid that does not drift, like [time.Ticker];
+//   - [Timer.InitOn] runs a timer's callback through an executor, such as
+//     an event loop's queue, with Stop and Reset still able to cancel it
+//     until it starts there.
 //
 // # Resolution
 //
@@ -53,8 +58,8 @@
 // default), each a complete set of wheels with its own lock, and a timer
 // stays in the shard of the processor that created it. So goroutines on
 // different cores arm, re-arm and stop timers without waiting for each
-// other, and moving an armed timer's deadline later usually takes no lock
-// at all. No lock is held for long: cascades and scans work in batches of
+// other, and moving an armed timer's deadline later usually only stores
+// it. No lock is held for long: cascades and scans work in batches of
 // a few hundred timers and let waiting goroutines in between.
 //
 // # Driving the wheels
@@ -73,7 +78,12 @@
 // testing/synctest bubble, "h.Start(); time.Sleep(d); synctest.Wait()"
 // runs the driver on the bubble's fake time. Avoid Start with a Mock in
 // tests: the driver then fires on its own goroutine some time after
-// mock.Add returns, and nothing tells the test when.
+// mock.Add returns, and nothing tells the test when. The same holds for
+// code under test that arms or re-arms timers from goroutines of its own
+// (a connection's reader calling Reset): a test that moves a Mock races
+// them, as "now" for their re-arms depends on which comes first. Run such
+// code in a synctest bubble, where synctest.Wait returns once every
+// goroutine of the bubble is blocked.
 //
 // # Callbacks
 //
@@ -98,8 +108,10 @@ import (
 )
 
 // Hierarchy is a hierarchy of timing wheels. Create one with [New]; the zero
-// value is not usable (its methods panic). All methods of Hierarchy and
-// [Timer] are safe for concurrent use by multiple goroutines.
+// value is not usable (its methods panic). Every method of Hierarchy is
+// safe for concurrent use by multiple goroutines, and so is every method
+// of [Timer] except [Timer.Init] and [Timer.InitOn], which bind a timer
+// before it is shared.
 type Hierarchy struct {
 	clock     clock.Clock
 	realClock bool // clock is the default real clock: read package time directly
@@ -313,9 +325,10 @@ func (h *Hierarchy) Len() int {
 // lockAll locks every shard, in index order, for a snapshot that holds at
 // one instant: read one after the other, a timer stopped in one shard and
 // then re-armed in another (an unarmed timer moves to the re-arming
-// processor's shard) could be counted in both. Len and Stats are the only
-// holders of more than one shard lock, and take them in this order, so
-// they cannot deadlock. Each shard's lock is held for as long as it takes
+// processor's shard) could be counted in both. Len, Stats and Next are the
+// only holders of more than one shard lock (a Reset that moves a timer
+// holds its old shard's lock while it only tries the new one's), and take
+// them in this order, so they cannot deadlock. Each shard's lock is held for as long as it takes
 // to take the others (at worst a batch of a cascade, see shard.batch).
 func (h *Hierarchy) lockAll() {
 	for _, s := range h.shards {

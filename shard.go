@@ -34,6 +34,7 @@ type shard struct {
 	workFrom atomic.Int64
 
 	count     int  // armed timers
+	hops      int  // of which fired with their run pending on an executor, in no list (see InitOn)
 	advancing bool // an Advance is running: timers due by now wait for the next one
 
 	levels  []*level
@@ -380,6 +381,7 @@ func (s *shard) fireLocked(clockNs int64, held *bool) (ran int) {
 			s.armLocked(t, s.h.dueTick(next))
 		case t.mode&modeExec != 0:
 			t.filed.Store(unarmed) // still counted: armed until the run starts (see runOn)
+			s.hops++
 		default:
 			t.filed.Store(unarmed)
 			s.count--

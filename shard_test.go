@@ -327,7 +327,7 @@ func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 	read, store := make(chan struct{}), make(chan struct{})
 	var storeOnce sync.Once
 	letStore := func() { storeOnce.Do(func() { close(store) }) }
-	defer letStore() // should the test fail first, the Reset goes on
+	defer letStore()               // should the test fail first, the Reset goes on
 	testHookReset = func(*Timer) { // the Reset has begun, before it takes the shard's lock
 		testHookReset = nil
 		close(read)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -103,12 +104,25 @@ const maxLive = 100
 // simTimer is the model's view of one timer.
 type simTimer struct {
 	t     *Timer
-	armed bool
+	armed bool  // in the wheels: due to fire at when
 	when  int64 // ns since origin, as armed
 	// flex is set for a timer armed by a callback with a deadline already
-	// reached: it may fire in that Advance or the next (API.md, 5).
-	flex int
+	// reached: it may fire in that Advance or the next (guarantee 5).
+	flex   int
+	period int64 // ns, for a periodic timer; 0: one-shot
+	exec   bool  // bound by InitOn: its firing hands a run to the executor
+	// For an executor timer: hop is set from a one-shot firing until the
+	// run starts or the timer is stopped or re-armed (it is armed then, in
+	// no wheel); pending likewise for a periodic one, which stays armed.
+	hop, pending bool
 }
+
+// live reports whether Stop and Reset find st armed.
+func (st *simTimer) live() bool { return st.armed || st.hop }
+
+// cancel is what Stop and every re-arm do to a run handed to the executor:
+// it will not call f.
+func (st *simTimer) cancel() { st.hop, st.pending = false, false }
 
 type sim struct {
 	tb     testing.TB
@@ -133,8 +147,13 @@ type sim struct {
 	inAdvance bool
 	advances  int   // Advance calls so far; the current one's number during it
 	target    int64 // the Advance's tick
+	clockNs   int64 // the Advance's clock reading, ns since origin
 	lastDue   int64
 	fired     int
+
+	// runs are the runs executor timers handed over, not yet called (some
+	// are called twice: they stay).
+	runs []func()
 }
 
 func (s *sim) fatalf(format string, args ...any) {
@@ -268,66 +287,193 @@ func (s *sim) pick() *simTimer {
 	return s.timers[s.src.intn(int64(len(s.timers)))]
 }
 
+// callback returns the callback of a timer that is not bound by InitOn:
+// the wheel's firing and f's body in one.
 func (s *sim) callback(st *simTimer) func() {
 	return func() {
-		if !s.inAdvance {
-			s.fatalf("callback ran outside Advance")
+		s.fire(st)
+		s.body(st)
+	}
+}
+
+// exec returns the executor of a timer bound by InitOn, and f its callback:
+// the firing queues the run, which the script calls at random later on,
+// perhaps more than once.
+func (s *sim) exec(st *simTimer) (exec func(func()), f func()) {
+	exec = func(run func()) {
+		s.fire(st)
+		s.runs = append(s.runs, run)
+	}
+	f = func() {
+		if !st.hop && !st.pending {
+			s.fatalf("a run called f for an arming that was stopped or re-armed after it fired, or twice")
 		}
-		if !st.armed {
-			s.fatalf("timer fired while not armed (stopped, or fired before)")
+		if st.hop {
+			s.stats["exec-run"]++
 		}
-		due := s.modelDue(st.when)
-		if due > s.target || s.never(st.when) {
-			s.fatalf("timer fired early: due tick %d, Advance at tick %d", due, s.target)
+		st.cancel()
+		s.body(st)
+	}
+	return exec, f
+}
+
+// runSome calls a few of the runs handed over, in any order, and leaves
+// some for later.
+func (s *sim) runSome() {
+	for range s.src.intn(3) {
+		if len(s.runs) == 0 {
+			return
 		}
-		if due < s.lastDue {
-			s.fatalf("out of order: due tick %d after %d", due, s.lastDue)
+		k := s.src.intn(int64(len(s.runs)))
+		run := s.runs[k]
+		if s.src.intn(4) != 0 { // else it stays, to be called again
+			s.runs = slices.Delete(s.runs, int(k), int(k)+1)
+		} else {
+			s.stats["exec-run-twice"]++
 		}
-		s.lastDue = due
-		st.armed = false
-		s.fired++
-		for i, w := range s.widths[1:] {
-			if due > 0 && due%w == 0 {
-				s.stats[fmt.Sprintf("fired-at-level-%d-boundary", i+1)]++
-			}
-		}
-		// Callbacks call back into the hierarchy.
-		switch s.src.intn(8) {
-		case 0: // the retransmit pattern: re-arm itself, after this Advance
-			d, w := s.relative(s.futureDeadline())
-			if st.t.Reset(d) {
-				s.fatalf("Reset in own callback returned true")
-			}
-			s.armedInCallback(st, w)
-		case 1: // stop another timer
-			if o := s.pick(); o != nil {
-				if got := o.t.Stop(); got != o.armed {
-					s.fatalf("Stop in callback = %v, model armed = %v", got, o.armed)
-				}
-				o.armed = false
-			}
-		case 2: // arm a new timer, after this Advance
-			s.arm(s.futureDeadline())
-			s.armedInCallback(s.timers[len(s.timers)-1], s.timers[len(s.timers)-1].when)
-		case 3: // move another timer to after this Advance
-			if o := s.pick(); o != nil {
-				w := s.futureDeadline()
-				if got := o.t.ResetAt(s.h.origin.Add(time.Duration(w))); got != o.armed {
-					s.fatalf("ResetAt in callback = %v, model armed = %v", got, o.armed)
-				}
-				s.armedInCallback(o, w)
-			}
-		case 4: // re-arm itself for a time already reached: fires now or next Advance
-			w := s.reachedDeadline()
-			if st.t.ResetAt(s.h.origin.Add(time.Duration(w))) {
-				s.fatalf("ResetAt in own callback returned true")
-			}
-			s.armedInCallback(st, w)
-		case 5: // arm a new timer for a time already reached
-			s.arm(s.reachedDeadline())
-			s.armedInCallback(s.timers[len(s.timers)-1], s.timers[len(s.timers)-1].when)
+		run()
+	}
+	if len(s.runs) > 4*maxLive {
+		s.runs = s.runs[len(s.runs)-maxLive:] // never called: as an executor that drops them
+	}
+}
+
+// fire checks a firing by the wheel against the model and applies it: a
+// one-shot timer is disarmed (or its run handed over), a periodic one is
+// re-armed for the first instant on its grid after the Advance's clock.
+func (s *sim) fire(st *simTimer) {
+	if !s.inAdvance {
+		s.fatalf("callback ran outside Advance")
+	}
+	if !st.armed {
+		s.fatalf("timer fired while not armed (stopped, or fired before)")
+	}
+	due := s.modelDue(st.when)
+	if due > s.target || s.never(st.when) {
+		s.fatalf("timer fired early: due tick %d, Advance at tick %d", due, s.target)
+	}
+	if due < s.lastDue {
+		s.fatalf("out of order: due tick %d after %d", due, s.lastDue)
+	}
+	s.lastDue = due
+	s.fired++
+	for i, w := range s.widths[1:] {
+		if due > 0 && due%w == 0 {
+			s.stats[fmt.Sprintf("fired-at-level-%d-boundary", i+1)]++
 		}
 	}
+	switch {
+	case st.period > 0:
+		next := modelNextInstant(st.when, st.period, s.clockNs)
+		if next > st.when+st.period && st.when+st.period > st.when {
+			s.stats["periodic-skipped-runs"]++
+		}
+		st.when = next
+		st.pending = st.exec
+		s.stats["periodic-run"]++
+		if got, want := st.t.Deadline(), s.h.origin.Add(time.Duration(next)); !got.Equal(want) {
+			s.fatalf("Deadline in a periodic run = %v, want the next instant %v", got, want)
+		}
+	case st.exec:
+		st.armed, st.hop = false, true
+	default:
+		st.armed = false
+	}
+}
+
+// modelNextInstant is the first instant when+k*period, k >= 1, after clock,
+// saturated at the largest int64: computed with big integers, independently
+// of nextInstant.
+func modelNextInstant(when, period, clock int64) int64 {
+	w, p, c := big.NewInt(when), big.NewInt(period), big.NewInt(clock)
+	k := big.NewInt(1)
+	if clock >= when {
+		k.Sub(c, w)
+		k.Quo(k, p)
+		k.Add(k, big.NewInt(1))
+	}
+	k.Mul(k, p)
+	k.Add(k, w)
+	if !k.IsInt64() {
+		return math.MaxInt64
+	}
+	return k.Int64()
+}
+
+// body is what a callback does: call back into the hierarchy.
+func (s *sim) body(st *simTimer) {
+	switch s.src.intn(10) {
+	case 0: // the retransmit pattern: re-arm itself, after this Advance
+		d, w := s.relative(s.futureDeadline())
+		if got := st.t.Reset(d); got != st.live() {
+			s.fatalf("Reset in own callback = %v, model armed = %v", got, st.live())
+		}
+		s.rearmed(st, w, 0)
+	case 1: // stop another timer
+		if o := s.pick(); o != nil {
+			if got := o.t.Stop(); got != o.live() {
+				s.fatalf("Stop in callback = %v, model armed = %v", got, o.live())
+			}
+			o.armed = false
+			o.cancel()
+		}
+	case 2: // arm a new timer, after this Advance
+		s.arm(s.futureDeadline())
+		s.armedInCallback(s.timers[len(s.timers)-1], s.timers[len(s.timers)-1].when)
+	case 3: // move another timer to after this Advance
+		if o := s.pick(); o != nil {
+			w := s.futureDeadline()
+			if got := o.t.ResetAt(s.h.origin.Add(time.Duration(w))); got != o.live() {
+				s.fatalf("ResetAt in callback = %v, model armed = %v", got, o.live())
+			}
+			s.rearmed(o, w, 0)
+		}
+	case 4: // re-arm itself for a time already reached: fires now or next Advance
+		w := s.reachedDeadline()
+		if got := st.t.ResetAt(s.h.origin.Add(time.Duration(w))); got != st.live() {
+			s.fatalf("ResetAt in own callback = %v, model armed = %v", got, st.live())
+		}
+		s.rearmed(st, w, 0)
+	case 5: // arm a new timer for a time already reached
+		s.arm(s.reachedDeadline())
+		s.armedInCallback(s.timers[len(s.timers)-1], s.timers[len(s.timers)-1].when)
+	case 6: // stop itself: a periodic timer is armed while f runs, so this wins
+		if got := st.t.Stop(); got != st.live() {
+			s.fatalf("Stop in own callback = %v, model armed = %v", got, st.live())
+		}
+		if st.period > 0 {
+			s.stats["periodic-stopped-by-own-callback"]++
+		}
+		st.armed = false
+		st.cancel()
+	case 7: // make itself periodic, or change its period
+		p := s.randPeriod()
+		if got := st.t.ResetEvery(time.Duration(p)); got != st.live() {
+			s.fatalf("ResetEvery in own callback = %v, model armed = %v", got, st.live())
+		}
+		_, w := s.relative(satAdd(s.elapsed(), p))
+		s.rearmed(st, w, p)
+	}
+}
+
+// rearmed records that a callback, or a step between cascade batches,
+// re-armed st with deadline w and period p.
+func (s *sim) rearmed(st *simTimer, w, p int64) {
+	st.cancel()
+	st.period = p
+	s.armedInCallback(st, w)
+}
+
+// randPeriod returns a period in ns: a tick or less, a few slots of some
+// level, or enormous.
+func (s *sim) randPeriod() int64 {
+	switch s.src.intn(6) {
+	case 0:
+		return 1 + s.src.intn(s.tick)
+	case 1:
+		return math.MaxInt64 - s.src.intn(3)
+	}
+	return min(1+mulSat(s.randTicks()%(4*s.widths[1]+1), s.tick)+s.src.intn(s.tick), int64(modePeriod))
 }
 
 // betweenBatches runs between two batches of a cascade, with the shard's
@@ -339,10 +485,11 @@ func (s *sim) betweenBatches() {
 	switch s.src.intn(4) {
 	case 0:
 		if o := s.pick(); o != nil {
-			if got := o.t.Stop(); got != o.armed {
-				s.fatalf("Stop between cascade batches = %v, model armed = %v", got, o.armed)
+			if got := o.t.Stop(); got != o.live() {
+				s.fatalf("Stop between cascade batches = %v, model armed = %v", got, o.live())
 			}
 			o.armed = false
+			o.cancel()
 		}
 	case 1:
 		if o := s.pick(); o != nil {
@@ -350,10 +497,10 @@ func (s *sim) betweenBatches() {
 			if o.armed && s.src.intn(2) == 0 {
 				w = satAdd(o.when, s.src.intn(2*s.widths[1]*s.tick)) // later: the lazy path
 			}
-			if got := o.t.ResetAt(s.h.origin.Add(time.Duration(w))); got != o.armed {
-				s.fatalf("ResetAt between cascade batches = %v, model armed = %v", got, o.armed)
+			if got := o.t.ResetAt(s.h.origin.Add(time.Duration(w))); got != o.live() {
+				s.fatalf("ResetAt between cascade batches = %v, model armed = %v", got, o.live())
 			}
-			s.armedInCallback(o, clampNs(w))
+			s.rearmed(o, clampNs(w), 0)
 		}
 	case 2:
 		if len(s.timers) > 2*maxLive {
@@ -398,7 +545,38 @@ func (s *sim) relative(w int64) (time.Duration, int64) {
 
 func (s *sim) arm(w int64) {
 	st := &simTimer{armed: true, when: clampNs(w)}
-	if s.src.intn(3) == 0 {
+	switch k := s.src.intn(12); {
+	case k < 2: // periodic, by Every or by ResetEvery of a held timer
+		p := s.randPeriod()
+		st.period = p
+		_, st.when = s.relative(satAdd(s.elapsed(), p))
+		if k == 0 {
+			st.t = s.h.Every(time.Duration(p), s.callback(st))
+		} else {
+			st.t = new(Timer).Init(s.h, s.callback(st))
+			if st.t.ResetEvery(time.Duration(p)) {
+				s.fatalf("first ResetEvery of an initialized timer returned true")
+			}
+		}
+		s.stats["periodic"]++
+	case k < 4: // bound by InitOn; periodic now and then
+		st.exec = true
+		exec, f := s.exec(st)
+		st.t = new(Timer).InitOn(s.h, exec, f)
+		var was bool
+		if s.src.intn(3) == 0 {
+			p := s.randPeriod()
+			st.period = p
+			_, st.when = s.relative(satAdd(s.elapsed(), p))
+			was = st.t.ResetEvery(time.Duration(p))
+		} else {
+			was = st.t.ResetAt(s.h.origin.Add(time.Duration(w)))
+		}
+		if was {
+			s.fatalf("first re-arm of a timer bound by InitOn returned true")
+		}
+		s.stats["exec"]++
+	case k < 8:
 		// A timer held by value: Init, then its first Reset or ResetAt
 		// arms it and returns false.
 		st.t = new(Timer).Init(s.h, s.callback(st))
@@ -414,9 +592,9 @@ func (s *sim) arm(w int64) {
 			s.fatalf("first Reset of an initialized timer returned true")
 		}
 		s.stats["by-value"]++
-	} else if s.src.intn(2) == 0 {
+	case k < 10:
 		st.t = s.h.AtFunc(s.h.origin.Add(time.Duration(w)), s.callback(st))
-	} else {
+	default:
 		var d time.Duration
 		d, st.when = s.relative(w)
 		st.t = s.h.AfterFunc(d, s.callback(st))
@@ -447,7 +625,8 @@ func (s *sim) advance() {
 		}
 	}
 	s.advances++
-	s.target = s.modelFloor(s.elapsed())
+	s.clockNs = s.elapsed()
+	s.target = s.modelFloor(s.clockNs)
 	s.lastDue = math.MinInt64
 	s.fired = 0
 	s.inAdvance = true
@@ -486,12 +665,30 @@ func (s *sim) step() {
 		s.arm(s.randDeadline())
 	case op < 8:
 		if st := s.pick(); st != nil {
-			if got := st.t.Stop(); got != st.armed {
-				s.fatalf("Stop = %v, model armed = %v", got, st.armed)
+			if got := st.t.Stop(); got != st.live() {
+				s.fatalf("Stop = %v, model armed = %v", got, st.live())
+			}
+			if st.hop {
+				s.stats["exec-stopped-before-run"]++
 			}
 			st.armed = false
+			st.cancel()
 		}
-	case op < 12:
+	case op < 9:
+		s.runSome()
+	case op < 10:
+		st := s.pick()
+		if st == nil {
+			break
+		}
+		p := s.randPeriod()
+		if got := st.t.ResetEvery(time.Duration(p)); got != st.live() {
+			s.fatalf("ResetEvery = %v, model armed = %v", got, st.live())
+		}
+		st.cancel()
+		st.armed, st.period = true, p
+		_, st.when = s.relative(satAdd(s.elapsed(), p))
+	case op < 13:
 		st := s.pick()
 		if st == nil {
 			break
@@ -517,16 +714,20 @@ func (s *sim) step() {
 			d, w = s.relative(w)
 			got = st.t.Reset(d)
 		}
-		if got != st.armed {
-			s.fatalf("Reset = %v, model armed = %v", got, st.armed)
+		if got != st.live() {
+			s.fatalf("Reset = %v, model armed = %v", got, st.live())
 		}
-		st.armed, st.when = true, w
+		if st.hop {
+			s.stats["exec-rearmed-before-run"]++
+		}
+		st.cancel()
+		st.armed, st.when, st.period = true, w, 0
 	default:
 		s.advance()
 	}
 	// Drop some timers that can no longer change, to keep the table small.
 	if len(s.timers) > 2*maxLive {
-		s.timers = slices.DeleteFunc(s.timers, func(st *simTimer) bool { return !st.armed })
+		s.timers = slices.DeleteFunc(s.timers, func(st *simTimer) bool { return !st.live() })
 	}
 	s.verify()
 }
@@ -539,6 +740,9 @@ func (s *sim) verify() {
 	}
 	armed, firable, minDue := 0, 0, int64(math.MaxInt64)
 	for _, st := range s.timers {
+		if st.hop {
+			armed++ // armed until its run starts, though in no wheel
+		}
 		if st.armed {
 			armed++
 			if !s.never(st.when) {
@@ -632,6 +836,8 @@ var corpusWanted = []string{
 	"fired-at-level-1-boundary", "fired-at-level-2-boundary", "fired-at-level-3-boundary",
 	"overflow-levels", "same-slot-rearm", "lazy-reset", "clock-backwards", "jump-beyond-top-level",
 	"by-value", "cascade-interrupted",
+	"periodic-run", "periodic-skipped-runs", "periodic-stopped-by-own-callback",
+	"exec-run", "exec-run-twice", "exec-stopped-before-run", "exec-rearmed-before-run",
 }
 
 // TestWriteFuzzCorpus regenerates testdata/fuzz/FuzzSimulation: for each

@@ -25,7 +25,7 @@ type Timer struct {
 	// a method that locks sh checks after locking that it still is sh.
 	sh atomic.Pointer[shard]
 	// when is the deadline in nanoseconds since the origin. It is written
-	// with the shard's lock held and read without it by Deadline.
+	// with the shard's lock held.
 	when atomic.Int64
 	// filed is the tick the timer was placed for (its due tick when placed),
 	// or unarmed. Written with the shard's lock held.
@@ -38,8 +38,8 @@ type Timer struct {
 
 // Bits of Timer.mode.
 const (
-	modeExec    = 1 << 63        // bound by InitOn: f hands the run to an executor
-	modePending = 1 << 62        // a run was handed to the executor and has not started
+	modeExec    = 1 << 63         // bound by InitOn: f hands the run to an executor
+	modePending = 1 << 62         // a run was handed to the executor and has not started
 	modePeriod  = modePending - 1 // the period in ns; 0: one-shot
 )
 
@@ -134,6 +134,8 @@ func (t *Timer) Stop() bool {
 	if t.filed.Load() != unarmed {
 		s.unlinkLocked(t)
 		t.filed.Store(unarmed)
+	} else {
+		s.hops-- // its pending run will not call f
 	}
 	t.mode &= modeExec // a run handed to the executor will not call f
 	s.count--
@@ -189,8 +191,12 @@ func (t *Timer) ResetAt(deadline time.Time) bool {
 // and never armed, it returns the zero Time. A deadline more than about
 // 292 years from the hierarchy's origin is held at that limit.
 func (t *Timer) Deadline() time.Time {
-	s := t.shard("Deadline")
+	t.shard("Deadline")
+	// Under the lock: a Reset reads the clock and stores the deadline
+	// there, so no Deadline sees the old one after the new one's reading.
+	s, _ := t.lockShard()
 	w := t.when.Load()
+	s.mu.Unlock()
 	if w == neverArmed {
 		return time.Time{}
 	}
@@ -277,7 +283,9 @@ func (t *Timer) resetTo(a arming) bool {
 			return true
 		}
 		s.unlinkLocked(t)
-	} else if !armed {
+	} else if armed {
+		s.hops-- // its pending run will not call f
+	} else {
 		s.count++
 		s.stats.armed++
 	}

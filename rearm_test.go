@@ -1,0 +1,202 @@
+package timingwheel
+
+import (
+	"net"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+	"weak"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Concurrent re-arms of one timer take effect one after another, each at an
+// instant during its call, with d measured from the clock read at that
+// instant (review round three, items 1, 2 and 7).
+
+// holdFirstReset makes the first re-arm that starts block before it takes
+// its shard's lock, until release is called; reached is closed once it
+// blocks.
+func holdFirstReset(t *testing.T) (reached <-chan struct{}, release func()) {
+	r, rel := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	testHookReset = func(*Timer) {
+		testHookReset = nil
+		close(r)
+		<-rel
+	}
+	t.Cleanup(func() { once.Do(func() { close(rel) }); testHookReset = nil })
+	return r, func() { once.Do(func() { close(rel) }) }
+}
+
+// TestReArm_LaterReArmMeasuresFromALaterReading: Reset A starts at 10ms
+// and is held before it takes effect; Reset B, at 60ms, takes effect
+// first. A then takes effect after B, so it must measure from a reading no
+// earlier than B's: the deadline is 160ms or later, never A-at-10ms's
+// 110ms.
+func TestReArm_LaterReArmMeasuresFromALaterReading(t *testing.T) {
+	h, clk := newFake(t, WithShards(1))
+	start := clk.Now()
+	fired := 0
+	tm := h.AfterFunc(time.Hour, func() { fired++ })
+	clk.Add(10 * time.Millisecond)
+	reached, release := holdFirstReset(t)
+	aDone := make(chan bool, 1)
+	go func() { aDone <- tm.Reset(100 * time.Millisecond) }()
+	recvWithin(t, 5*time.Second, reached, "Reset A reaching its hook")
+	clk.Set(start.Add(60 * time.Millisecond))
+	assert.True(t, tm.Reset(100*time.Millisecond), "B")
+	require.Equal(t, start.Add(160*time.Millisecond), tm.Deadline())
+	release()
+	assert.True(t, recvWithin(t, 5*time.Second, aDone, "Reset A, released"))
+	assert.False(t, tm.Deadline().Before(start.Add(160*time.Millisecond)),
+		"the re-arm that took effect last measured from a reading before the one before it: deadline %v", tm.Deadline().Sub(start))
+	clk.Set(start.Add(159 * time.Millisecond))
+	advanceWithin(t, h, "before B's deadline")
+	assert.Zero(t, fired, "fired before the deadline of the last re-arm")
+	mustCheck(t, h)
+}
+
+// TestReArm_TimeoutsAddLatestActivityWins: the same for Timeouts.Add, whose
+// re-arms all mean "active now": of two Adds of one key, the one that
+// takes effect later sets the later deadline.
+func TestReArm_TimeoutsAddLatestActivityWins(t *testing.T) {
+	h, clk := newFake(t, WithShards(1))
+	start := clk.Now()
+	var expired []int
+	s := NewTimeouts(h, func(k int) { expired = append(expired, k) })
+	s.Add(1, time.Hour)
+	clk.Add(10 * time.Millisecond)
+	reached, release := holdFirstReset(t)
+	aDone := make(chan struct{})
+	go func() { s.Add(1, 100*time.Millisecond); close(aDone) }()
+	recvWithin(t, 5*time.Second, reached, "Add A reaching its hook")
+	// A holds the key's shard lock: B waits for it and takes effect after
+	// A, so B, at 60ms, must win.
+	clk.Set(start.Add(60 * time.Millisecond))
+	bDone := make(chan struct{})
+	go func() { s.Add(1, 100*time.Millisecond); close(bDone) }()
+	release()
+	recvWithin(t, 5*time.Second, aDone, "Add A, released")
+	recvWithin(t, 5*time.Second, bDone, "Add B")
+	d, ok := s.Deadline(1)
+	require.True(t, ok)
+	assert.Equal(t, start.Add(160*time.Millisecond), d, "the Add that took effect last sets the deadline")
+	clk.Set(start.Add(159 * time.Millisecond))
+	advanceWithin(t, h, "before B's deadline")
+	assert.Empty(t, expired)
+}
+
+// TestReArm_IdleConnLatestReadWins (item 1): two Reads on one conn return
+// data, A at 10ms (its re-arm held), B at 60ms. The conn must stay open
+// until idle has passed since B's Read.
+func TestReArm_IdleConnLatestReadWins(t *testing.T) {
+	h, clk := newFake(t, WithShards(1))
+	start := clk.Now()
+	a, b := net.Pipe()
+	defer b.Close()
+	ic := h.IdleConn(a, 100*time.Millisecond).(*idleConn)
+	defer ic.Close()
+	go func() {
+		b.Write([]byte("x"))
+		b.Write([]byte("y"))
+	}()
+	clk.Add(10 * time.Millisecond)
+	reached, release := holdFirstReset(t)
+	aDone := make(chan struct{})
+	buf := make([]byte, 1)
+	go func() { ic.Read(buf); close(aDone) }()
+	recvWithin(t, 5*time.Second, reached, "Read A's re-arm reaching its hook")
+	clk.Set(start.Add(60 * time.Millisecond))
+	var bbuf [1]byte
+	n, err := ic.Read(bbuf[:])
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	release()
+	recvWithin(t, 5*time.Second, aDone, "Read A, released")
+	assert.False(t, ic.IdleDeadline().Before(start.Add(160*time.Millisecond)), "deadline %v", ic.IdleDeadline().Sub(start))
+	clk.Set(start.Add(159 * time.Millisecond))
+	advanceWithin(t, h, "before idle has passed since the last Read")
+	assert.Zero(t, ic.state.Load()&idleTimedOut, "closed before idle had passed since the last Read with data")
+}
+
+// TestReArm_DeadlineIsTheLastReArmThatTookEffect (item 7): a re-arm's
+// deadline is published only once it takes effect, and each re-arm writes
+// it once. Writer W sets unique odd deadlines, each later than the last
+// (the path that once took no lock), while timers are stopped and
+// cascaded beside it; observer O sets unique even ones and reads Deadline.
+// Once O has seen one of W's deadlines and then one of its own, that W
+// deadline must never be seen again: W wrote it once.
+func TestReArm_DeadlineIsTheLastReArmThatTookEffect(t *testing.T) {
+	h, clk := newFake(t, WithShards(1), WithLevels(10, 10, 10))
+	start := clk.Now()
+	tm := h.AfterFunc(time.Hour, func() {})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { // W
+		for i := int64(0); ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			tm.ResetAt(start.Add(time.Duration(2*(int64(time.Second)+i*1000) + 1)))
+		}
+	})
+	wg.Go(func() { // cascades, firings and Stops beside them
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if i%5 == 0 {
+				tm.Stop()
+			}
+			clk.Add(time.Duration(i%3) * time.Millisecond)
+			h.Advance()
+		}
+	})
+	var seenW, gone = int64(-1), map[int64]bool{}
+	for i := int64(0); i < 20000; i++ {
+		tm.ResetAt(start.Add(time.Duration(2 * (int64(time.Second) + i*1000))))
+		for range 2 {
+			v := int64(tm.Deadline().Sub(start))
+			switch {
+			case v%2 != 0:
+				if gone[v] {
+					t.Fatalf("Deadline came back to W's %v after O's own later re-arm was seen", time.Duration(v))
+				}
+				seenW = v
+			case seenW >= 0:
+				gone[seenW] = true
+				seenW = -1
+			}
+		}
+	}
+	close(stop)
+	waitWithin(t, 10*time.Second, &wg, "the re-arming goroutines")
+	mustCheck(t, h)
+}
+
+// TestReArm_FiredTimerKeepsNoReference (item 4): once a timer has fired
+// and been stopped, nothing the hierarchy holds refers to what its
+// callback refers to.
+func TestReArm_FiredTimerKeepsNoReference(t *testing.T) {
+	h, clk := newFake(t, WithShards(1))
+	type state struct{ buf [1 << 10]byte }
+	w := func() weak.Pointer[state] {
+		st := &state{}
+		tm := h.AfterFunc(time.Millisecond, func() { st.buf[0]++ })
+		clk.Add(time.Millisecond)
+		require.Equal(t, 1, advanceWithin(t, h, "the deadline"))
+		tm.Stop()
+		return weak.Make(st)
+	}()
+	runtime.GC()
+	runtime.GC()
+	assert.Nil(t, w.Value(), "the hierarchy still refers to a fired timer's callback state")
+	runtime.KeepAlive(h)
+}

@@ -1,0 +1,89 @@
+package timingwheel
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// Next, Len, Stats and Timeouts.Len each report one instant (review round
+// three, items 5 and 6): read one shard after another, a timer handed from
+// one shard to another is seen twice or not at all.
+
+// TestSnapshot_NextSeesAHandOffAcrossShards: a timer is armed at every
+// instant (each hand-off arms the new timer, in the other shard, before
+// stopping the old), all with one deadline: Next must always report it.
+func TestSnapshot_NextSeesAHandOffAcrossShards(t *testing.T) {
+	h, clk := newFake(t, WithShards(2))
+	var which atomic.Int32
+	h.pick = func() *shard { return h.shards[which.Load()] }
+	deadline := clk.Now().Add(time.Second)
+	old := h.AtFunc(deadline, func() {})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			which.Store(1 - which.Load())
+			n := h.AtFunc(deadline, func() {})
+			old.Stop()
+			old = n
+		}
+	})
+	bad := 0
+	for range 20000 {
+		if next, ok := h.Next(); !ok || !next.Equal(deadline) {
+			bad++
+		}
+	}
+	close(stop)
+	waitWithin(t, 10*time.Second, &wg, "the hand-offs")
+	assert.Zero(t, bad, "Next reported a state that never existed (no timer, or another time)")
+	assert.Equal(t, 1, h.Len())
+}
+
+// TestSnapshot_TimeoutsLenIsOneInstant: a set that always holds one key or
+// two, the keys in different shards of the set, is never seen with 0 or 3.
+func TestSnapshot_TimeoutsLenIsOneInstant(t *testing.T) {
+	h, _ := newFake(t)
+	s := NewTimeouts(h, func(int) {})
+	// Two keys in different shards of the set.
+	a, b := 0, 1
+	for _, sha, _ := s.locate(a); ; b++ {
+		if _, shb, _ := s.locate(b); shb != sha {
+			break
+		}
+	}
+	s.Add(a, time.Hour)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		x, y := a, b
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			s.Add(y, time.Hour) // 2 keys
+			s.Remove(x)         // 1
+			x, y = y, x
+		}
+	})
+	bad := map[int]int{}
+	for range 20000 {
+		if n := s.Len(); n != 1 && n != 2 {
+			bad[n]++
+		}
+	}
+	close(stop)
+	waitWithin(t, 10*time.Second, &wg, "the hand-offs")
+	assert.Empty(t, bad, "Len reported counts the set never had")
+}
