@@ -31,6 +31,7 @@ func (h *Hierarchy) Advance() int {
 	for _, s := range h.shards {
 		s.lock()
 		s.advancing = true
+		s.current = nil // left by a callback that panicked
 		// What a panicking callback left on the firing list goes back
 		// among the overdue timers, in order; then the late arrivals.
 		for t := s.firing.next; t != &s.firing; t = s.firing.next {
@@ -113,9 +114,11 @@ func (s *shard) advanceTo(c, clockNs int64) int {
 	s.lock()
 	held := true
 	defer func() {
-		if held {
-			s.mu.Unlock()
+		if !held { // a callback panicked: it is no longer current
+			s.lock()
+			s.current = nil
 		}
+		s.mu.Unlock()
 	}()
 	if e, due := s.nextWorkLocked(c); !due || e > c {
 		return 0

@@ -58,8 +58,8 @@ func (sh *shard) check() error {
 	sh.lock()
 	defer sh.mu.Unlock()
 	h := sh
-	if q := sh.seq.Load(); q&1 != 0 {
-		return fmt.Errorf("seq %d is odd outside a cascade batch", q)
+	if sh.current != nil {
+		return errors.New("current names a timer outside a callback")
 	}
 	if sh.sorting || !sh.limbo.empty() || !sh.pending.empty() || sh.left != nil {
 		return errors.New("timers being sorted outside an Advance")
@@ -84,7 +84,7 @@ func (sh *shard) check() error {
 				return errors.New("foreign node")
 			}
 			f := x.filed.Load()
-			if f == unarmed || f == claimed {
+			if f == unarmed {
 				return fmt.Errorf("timer in a list is marked %d", f)
 			}
 			if d := sh.h.dueTick(x.when.Load()); d < f {

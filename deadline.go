@@ -22,7 +22,6 @@ import (
 // minDeadline so that no real tick can collide with them.
 const (
 	unarmed     = math.MinInt64     // not in any list: never armed, stopped, or fired
-	claimed     = math.MinInt64 + 1 // being taken off the firing list by Advance
 	minDeadline = math.MinInt64 + 2 // earliest deadline representable, in ns since origin
 
 	// neverArmed, in Timer.when, marks a timer initialized by Init and not

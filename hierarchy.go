@@ -338,7 +338,7 @@ func (h *Hierarchy) unlockAll() {
 //
 // To keep its cost bounded, Next looks at no more than a few hundred timers
 // in each shard. When the earliest coarse slot holds more, Next returns
-// the time that slot cascades (API.md's "a cascade"): earlier than the
+// the time that slot cascades: earlier than the
 // deadlines in it, and never later than the earliest deadline. Advancing
 // to that time then moves those timers to finer levels, so that asking
 // again gives a closer answer.
@@ -346,14 +346,14 @@ func (h *Hierarchy) Next() (time.Time, bool) {
 	h.mustBeMade("Next")
 	var best int64
 	found := false
+	h.lockAll() // one instant: a timer handed from one shard to another is seen once, not never
 	for _, s := range h.shards {
-		s.lock()
 		e, ok := s.nextDueLocked()
-		s.mu.Unlock()
 		if ok && (!found || e < best) {
 			best, found = e, true
 		}
 	}
+	h.unlockAll()
 	if !found || best > h.lastTick {
 		return time.Time{}, false
 	}

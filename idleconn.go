@@ -114,14 +114,10 @@ func (c *idleConn) Read(p []byte) (int, error) {
 	}
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		// Reset returns false only if the timer was not armed: it fired (its
-		// callback has started: the conn is being closed) or Close stopped
-		// it. Either way this Reset armed it anew for a conn that is done,
-		// so take it back. A Close after the Reset stops it itself; so no
-		// Read racing with Close or the expiry leaves the timer armed.
-		if !c.t.Reset(c.idle) {
-			c.t.Stop()
-		}
+		// Only an armed timer is re-armed: once it has fired (the conn is
+		// being closed) or Close stopped it, the conn is done, and its
+		// deadline stays the one it was closed at.
+		c.t.touch(c.idle)
 	}
 	if err != nil && c.state.Load()&idleTimedOut != 0 {
 		err = c.timeoutError("read") // c failed because the hierarchy closed it

@@ -146,15 +146,13 @@ func lazyTimerMidSlot(t *testing.T, f func()) (*Hierarchy, *fakeClock, *Timer) {
 func TestMutants_LazyResetStraddlingCascadeIntoLevel0(t *testing.T) {
 	h, clk, tm := lazyTimerMidSlot(t, func() {})
 	origin := h.origin
-	defer func() { testHookLazyReset = nil }()
+	defer func() { testHookReset = nil }()
 	cascaded := false
-	testHookLazyReset = func(_ *Timer, stage int) {
-		if stage == 0 {
-			testHookLazyReset = nil
-			clk.Set(origin.Add(2 * time.Minute))
-			h.Advance() // cascades the minute slot: the timer lands at level 0, filed by its old deadline
-			cascaded = tm.filed.Load()-tm.sh.Load().now.Load() < h.lazyTicks
-		}
+	testHookReset = func(*Timer) {
+		testHookReset = nil
+		clk.Set(origin.Add(2 * time.Minute))
+		h.Advance() // cascades the minute slot: the timer lands at level 0, filed by its old deadline
+		cascaded = tm.filed.Load()-tm.sh.Load().now.Load() < h.lazyTicks
 	}
 	var reset bool
 	mustReturn(t, 5*time.Second, "ResetAt, with an Advance in its hook", func() { reset = tm.ResetAt(origin.Add(3 * time.Minute)) })
@@ -163,38 +161,6 @@ func TestMutants_LazyResetStraddlingCascadeIntoLevel0(t *testing.T) {
 	next, ok := h.Next()
 	require.True(t, ok)
 	assert.Equal(t, origin.Add(3*time.Minute), next, "Next is the new deadline, not the old one the cascade filed the timer by")
-	mustCheck(t, h)
-}
-
-// TestMutants_LazyResetStoreThenFiredBeforeRecheck: a lock-free Reset's
-// store lands after a cascade filed the timer at level 0 by its old
-// deadline; before the Reset re-checks and takes the lock, an Advance
-// reaches the old deadline. The timer must not fire then: Advance reads the
-// deadline again and files it anew.
-func TestMutants_LazyResetStoreThenFiredBeforeRecheck(t *testing.T) {
-	var firedAt []time.Duration
-	var h *Hierarchy
-	var clk *fakeClock
-	h, clk, tm := lazyTimerMidSlot(t, func() { firedAt = append(firedAt, clk.Now().Sub(h.origin)) })
-	origin := h.origin
-	defer func() { testHookLazyReset = nil }()
-	testHookLazyReset = func(_ *Timer, stage int) {
-		switch stage {
-		case 0:
-			clk.Set(origin.Add(2 * time.Minute))
-			h.Advance() // cascades the timer to level 0, by its old deadline
-		case 1:
-			testHookLazyReset = nil
-			clk.Set(origin.Add(2*time.Minute + 500*time.Millisecond))
-			h.Advance() // the old deadline: the new one, 3m, is stored already
-		}
-	}
-	mustReturn(t, 5*time.Second, "ResetAt, with Advances in its hook", func() { tm.ResetAt(origin.Add(3 * time.Minute)) })
-	assert.Empty(t, firedAt, "the timer fired at its old deadline after a Reset moved it later")
-	clk.Set(origin.Add(3 * time.Minute))
-	advanceWithin(t, h, "the next Advance")
-	assert.Equal(t, []time.Duration{3 * time.Minute}, firedAt, "the timer fires once, at its new deadline")
-	assert.Equal(t, 0, h.Len())
 	mustCheck(t, h)
 }
 
@@ -802,13 +768,13 @@ func TestMutants_LazyResetReadsFrontierBeforeNow(t *testing.T) {
 			noHook.Store(true)
 		}
 	})
-	defer func() { testHookLazyReset = nil }()
+	defer func() { testHookReset = nil }()
 	var y *Timer
-	testHookLazyReset = func(x *Timer, stage int) {
-		if stage != 2 || x != y {
+	testHookReset = func(x *Timer) {
+		if x != y {
 			return
 		}
-		testHookLazyReset = nil
+		testHookReset = nil
 		close(atHook)
 		select { // the Advance ends: the shards' now moves, the frontier is cleared
 		case <-ended:

@@ -26,11 +26,6 @@ type shard struct {
 
 	now atomic.Int64 // current tick; written with mu held
 
-	// seq is odd while a batch of a cascade runs. A lazy Reset (which
-	// takes no lock) that sees it odd, or changed across its store, takes
-	// the lock instead: the cascade may have read the old deadline.
-	seq atomic.Uint64
-
 	// workFrom is a lower bound on the tick of the shard's next work for
 	// an Advance (see nextWorkLocked), from when an Advance last looked:
 	// placeLocked lowers it for each timer it files. It is written with mu
@@ -51,7 +46,7 @@ type shard struct {
 	left    map[*Timer]struct{} // timers that left limbo during mergeLate
 	scratch []lateTimer
 	firing  Timer  // timers collected by Advance and not yet run
-	current *Timer // the timer whose callback runs, for Timeouts; written by the advancing goroutine
+	current *Timer // the timer whose callback runs, for Timeouts, and nil between callbacks; written by the advancing goroutine
 
 	stats shardStats
 
@@ -337,7 +332,6 @@ func (s *shard) collectLocked(c int64) {
 func (s *shard) cascadeLocked(l *level, sl int) {
 	sent := &l.slots[sl]
 	for {
-		s.seq.Add(1) // odd: lazy Resets take the lock
 		for range s.h.batch {
 			t := sent.next
 			if t == sent {
@@ -346,7 +340,6 @@ func (s *shard) cascadeLocked(l *level, sl int) {
 			t.unlink()
 			s.placeLocked(t, s.h.dueTick(t.when.Load()))
 		}
-		s.seq.Add(1)
 		if sent.empty() {
 			l.clearOccupied(sl)
 			return
@@ -357,9 +350,14 @@ func (s *shard) cascadeLocked(l *level, sl int) {
 
 // fireLocked runs the callbacks of the timers on the firing list, in order,
 // with s.mu released around each, and returns how many ran. clockNs is the
-// clock's reading, for the lateness statistics. *held tells whether s.mu
-// is held: if a callback panics, the panic propagates with s.mu released
-// and the rest of the list is left for the next Advance. s.mu must be held.
+// clock's reading, for the lateness statistics and the next run of a
+// periodic timer. *held tells whether s.mu is held: if a callback panics,
+// the panic propagates with s.mu released and the rest of the list is left
+// for the next Advance. s.mu must be held.
+//
+// A periodic timer is armed for its next run before its callback starts,
+// so Stop during the callback stops it. A timer bound by InitOn stays
+// armed, its run pending, until the executor starts the run (see runOn).
 func (s *shard) fireLocked(clockNs int64, held *bool) (ran int) {
 	for {
 		t := s.firing.next
@@ -368,18 +366,28 @@ func (s *shard) fireLocked(clockNs int64, held *bool) (ran int) {
 		}
 		t.unlink()
 		filed := t.filed.Load()
-		// Claim t before looking at its deadline: a Reset racing without the
-		// lock either sees the claim (and takes the lock) or its new
-		// deadline is seen here.
-		t.filed.Store(claimed)
 		if d := s.h.dueTick(t.when.Load()); d != filed {
 			s.placeLocked(t, d) // moved later since it was filed
 			continue
 		}
-		t.filed.Store(unarmed)
-		s.count--
-		s.stats.fired++
 		s.stats.lateness.add(satAdd(clockNs, -max(s.h.tickNanos(filed), math.MinInt64+1))) // saturated: a deadline centuries past is very late, not on time
+		switch per := int64(t.mode & modePeriod); {
+		case per > 0:
+			next := nextInstant(t.when.Load(), per, clockNs)
+			t.when.Store(next)
+			s.stats.fired++
+			s.stats.armed++ // the next run is an arming of its own
+			s.armLocked(t, s.h.dueTick(next))
+		case t.mode&modeExec != 0:
+			t.filed.Store(unarmed) // still counted: armed until the run starts (see runOn)
+		default:
+			t.filed.Store(unarmed)
+			s.count--
+			s.stats.fired++
+		}
+		if t.mode&modeExec != 0 {
+			t.mode |= modePending
+		}
 		f := t.f
 		s.current = t
 		*held = false
@@ -388,5 +396,6 @@ func (s *shard) fireLocked(clockNs int64, held *bool) (ran int) {
 		f()
 		s.lock()
 		*held = true
+		s.current = nil // keep no reference to the timer, nor to what f refers to
 	}
 }

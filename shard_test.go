@@ -323,17 +323,15 @@ func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 	// The Reset's goroutine and the cascade's hook wait for each other
 	// at most 2s, then carry on and leave a flag for the test to report:
 	// they must not call t's methods, which they may outlive.
-	defer func() { testHookLazyReset = nil }()
+	defer func() { testHookReset = nil }()
 	read, store := make(chan struct{}), make(chan struct{})
 	var storeOnce sync.Once
 	letStore := func() { storeOnce.Do(func() { close(store) }) }
 	defer letStore() // should the test fail first, the Reset goes on
-	testHookLazyReset = func(_ *Timer, stage int) {
-		if stage == 0 { // the Reset has read seq, filed and now, and takes the lock-free path
-			testHookLazyReset = nil
-			close(read)
-			<-store
-		}
+	testHookReset = func(*Timer) { // the Reset has begun, before it takes the shard's lock
+		testHookReset = nil
+		close(read)
+		<-store
 	}
 	resetDone := make(chan bool, 1)
 	go func() { resetDone <- tm.ResetAt(origin.Add(3 * time.Minute)) }()
@@ -377,30 +375,12 @@ func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 	assert.Equal(t, 0, h.Len())
 }
 
-// TestLazyReset_StopAfterStore covers a lock-free Reset whose timer is
-// stopped between its store and its re-check: the Reset found the timer
-// stopped, so it must arm it again and return false.
-func TestLazyReset_StopAfterStore(t *testing.T) {
-	h, _, tm := lazyTimer(t)
-	defer func() { testHookLazyReset = nil }()
-	testHookLazyReset = func(x *Timer, stage int) {
-		if stage == 1 {
-			testHookLazyReset = nil
-			assert.True(t, x.Stop())
-		}
-	}
-	assert.False(t, tm.ResetAt(h.origin.Add(3*time.Minute)), "the Reset came after the Stop")
-	assert.Equal(t, 1, h.Len(), "and armed the timer again")
-	mustCheck(t, h)
-}
-
 // TestLazyReset_WaitsForCascadeBatch: while a cascade batch runs (seq odd,
 // lock held), a Reset takes the lock and so waits for the batch.
 func TestLazyReset_WaitsForCascadeBatch(t *testing.T) {
 	h, _, tm := lazyTimer(t)
 	s := tm.sh.Load()
 	s.lock()
-	s.seq.Add(1)
 	done := make(chan bool)
 	go func() { done <- tm.ResetAt(h.origin.Add(3 * time.Minute)) }()
 	select {
@@ -408,7 +388,6 @@ func TestLazyReset_WaitsForCascadeBatch(t *testing.T) {
 		t.Fatal("Reset did not wait for the cascade batch")
 	case <-time.After(50 * time.Millisecond):
 	}
-	s.seq.Add(1)
 	s.mu.Unlock()
 	assert.True(t, recvWithin(t, 5*time.Second, done, "the Reset waiting for the cascade batch, once the batch ended"))
 	mustCheck(t, h)

@@ -129,12 +129,14 @@ func (s *Timeouts[K]) add(k K, d time.Duration) bool {
 	if !ok {
 		panic("timingwheel: Timeouts key is not equal to itself (a NaN?): it could never be found again")
 	}
-	w := s.h.after(d) // read the clock before taking the lock
+	// The clock is read under the locks (by resetTo), so that of two Adds
+	// of one key, the one that takes effect later measures d from a later
+	// reading: the latest activity wins.
+	a := arming{v: int64(d), rel: true}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if i, ok := sh.find(k, hash); ok {
-		t := &sh.entry(i).t
-		t.resetTo(t.sh.Load(), w, false)
+		sh.entry(i).t.resetTo(a)
 		return false
 	}
 	i := sh.alloc()
@@ -143,9 +145,10 @@ func (s *Timeouts[K]) add(k K, d time.Duration) bool {
 	hs := s.h.pickShard()
 	e.t.sh.Store(hs)
 	e.t.f = sh.fire[hs.idx]
+	e.t.mode = 0
 	e.t.filed.Store(unarmed)
 	sh.insert(hash, i)
-	e.t.resetTo(hs, w, false)
+	e.t.resetTo(a)
 	return true
 }
 
@@ -204,15 +207,23 @@ func (s *Timeouts[K]) Deadline(k K) (time.Time, bool) {
 	return sh.entry(i).t.Deadline(), true
 }
 
-// Len returns the number of keys in the set.
+// Len returns the number of keys in the set, at one instant: it holds the
+// locks of all the set's shards while it counts, so a key moved between
+// two of them, or a set that always holds one key or two, is never seen
+// with a count it did not have.
 func (s *Timeouts[K]) Len() int {
 	s.mustBeMade("Len")
+	// No other holder takes more than one of these locks, so taking them
+	// all in index order cannot deadlock.
+	for i := range s.shards {
+		s.shards[i].mu.Lock()
+	}
 	n := 0
 	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		n += sh.n
-		sh.mu.Unlock()
+		n += s.shards[i].n
+	}
+	for i := range s.shards {
+		s.shards[i].mu.Unlock()
 	}
 	return n
 }

@@ -5,26 +5,43 @@ import (
 	"time"
 )
 
-// Timer is one timer of a [Hierarchy], created by [Hierarchy.AfterFunc] or
-// [Hierarchy.AtFunc], or held by value in the caller's own struct and bound
-// with [Timer.Init]. Its methods mirror [time.Timer]'s. A zero Timer is
-// not usable until Init: its other methods panic. A Timer must not be
-// copied once created or initialized (go vet reports copies).
+// Timer is one timer of a [Hierarchy], created by [Hierarchy.AfterFunc],
+// [Hierarchy.AtFunc] or [Hierarchy.Every], or held by value in the caller's
+// own struct and bound with [Timer.Init] or [Timer.InitOn]. Its methods
+// mirror [time.Timer]'s. A zero Timer is not usable until Init: its other
+// methods panic. A Timer must not be copied once created or initialized
+// (go vet reports copies).
+//
+// Every method except Init and InitOn is safe for concurrent use, also on
+// the same Timer. Concurrent re-arms of one timer take effect one after
+// another, each at an instant during its call: a Reset(d) reads the clock
+// at that instant, so of two Resets the one that takes effect later also
+// measures d from a later reading, and [Timer.Deadline] returns the
+// deadline of the re-arm that took effect last.
 type Timer struct {
 	next, prev *Timer // position in a list; nil when in none
 	// sh is the shard the timer belongs to. It changes only while the
 	// timer is unarmed, with the old shard's lock held (see resetTo), so
 	// a method that locks sh checks after locking that it still is sh.
 	sh atomic.Pointer[shard]
-	// when is the deadline in nanoseconds since the origin. It may be moved
-	// later without the lock (Timer.resetTo), so it is atomic.
+	// when is the deadline in nanoseconds since the origin. It is written
+	// with the shard's lock held and read without it by Deadline.
 	when atomic.Int64
 	// filed is the tick the timer was placed for (its due tick when placed),
-	// or unarmed/claimed. Written with the shard's lock held; read without
-	// it by resetTo.
+	// or unarmed. Written with the shard's lock held.
 	filed atomic.Int64
 	f     func()
+	// mode holds the period of a periodic timer (0 for a one-shot one) and
+	// the flags modeExec and modePending. Guarded by the shard's lock.
+	mode uint64
 }
+
+// Bits of Timer.mode.
+const (
+	modeExec    = 1 << 63        // bound by InitOn: f hands the run to an executor
+	modePending = 1 << 62        // a run was handed to the executor and has not started
+	modePeriod  = modePending - 1 // the period in ns; 0: one-shot
+)
 
 // Init binds t, a zero or unarmed Timer held by value (typically a field of
 // the caller's own struct: a connection, a packet record), to h with
@@ -43,6 +60,8 @@ type Timer struct {
 // another hierarchy or callback. Unlike the other methods, Init must not
 // run concurrently with any other method of the same Timer: initialize a
 // timer before sharing it. Init panics if h or f is nil, or if t is armed.
+// Init makes t a one-shot timer whose callback runs on the advancing
+// goroutine, whatever it was bound as before.
 func (t *Timer) Init(h *Hierarchy, f func()) *Timer {
 	if h == nil || h.shards == nil {
 		panic("timingwheel: Timer.Init called with a nil or zero Hierarchy")
@@ -52,7 +71,7 @@ func (t *Timer) Init(h *Hierarchy, f func()) *Timer {
 	}
 	if t.sh.Load() != nil {
 		s, _ := t.lockShard()
-		armed := t.filed.Load() != unarmed
+		armed := t.armedLocked()
 		s.mu.Unlock()
 		if armed {
 			panic("timingwheel: Timer.Init called on an armed Timer")
@@ -60,6 +79,7 @@ func (t *Timer) Init(h *Hierarchy, f func()) *Timer {
 	}
 	t.sh.Store(h.pickShard())
 	t.f = f
+	t.mode = 0
 	t.filed.Store(unarmed)
 	t.when.Store(neverArmed)
 	return t
@@ -107,12 +127,15 @@ func (t *Timer) lockShard() (*shard, bool) {
 func (t *Timer) Stop() bool {
 	t.shard("Stop")
 	s, _ := t.lockShard()
-	if t.filed.Load() == unarmed {
+	if !t.armedLocked() {
 		s.mu.Unlock()
 		return false
 	}
-	s.unlinkLocked(t)
-	t.filed.Store(unarmed)
+	if t.filed.Load() != unarmed {
+		s.unlinkLocked(t)
+		t.filed.Store(unarmed)
+	}
+	t.mode &= modeExec // a run handed to the executor will not call f
 	s.count--
 	s.stats.stopped++
 	emptied := s.count == 0
@@ -123,37 +146,48 @@ func (t *Timer) Stop() bool {
 	return true
 }
 
+// armedLocked reports whether t is armed: filed in a list, or fired with
+// its run handed to an executor and not started (see InitOn). t's shard's
+// lock must be held.
+func (t *Timer) armedLocked() bool {
+	return t.filed.Load() != unarmed || t.mode&modePending != 0
+}
+
 // Reset re-arms the timer to fire d from now (rounded up to the next tick),
 // with the same callback. It reports whether the timer was armed: true means
 // this call also cancelled the pending firing, exactly as [Timer.Stop] would
 // have; false means the timer had fired (its callback started) or been
 // stopped, and is now armed again. A callback may Reset its own timer. A
 // d <= 0 is rounded up like any other (see [Hierarchy.AfterFunc]) and
-// fires on an Advance, never inside Reset.
+// fires on an Advance, never inside Reset. Reset makes a periodic timer
+// (see [Hierarchy.Every]) a one-shot one.
 //
-// Reset never allocates. Moving an armed timer's deadline later takes no
-// lock unless the timer is within level 0's span of firing (1s by default):
-// it keeps its slot and is re-filed when the slot comes up.
+// Now is read once the timer's shard is locked, so a Reset that takes
+// effect after another concurrent one also measures d from a later clock
+// reading. Reset never allocates. Moving an armed timer's deadline later
+// usually only stores it, unless the timer is within level 0's span of
+// firing (1s by default): it keeps its slot and is re-filed when the slot
+// comes up.
 func (t *Timer) Reset(d time.Duration) bool {
-	s := t.shard("Reset")
-	return t.resetTo(s, s.h.after(d), true)
+	t.shard("Reset")
+	return t.resetTo(arming{v: int64(d), rel: true, move: true})
 }
 
 // ResetAt is like [Timer.Reset] with an absolute deadline; a deadline in the
 // past fires on the first [Hierarchy.Advance] whose clock has reached its
 // tick, as for [Hierarchy.AtFunc]. It lets a caller that re-arms
-// many timers read the clock once for all of them, which is much cheaper
-// than a clock read per timer.
+// many timers read the clock once for all of them (see [Hierarchy.Now]),
+// which is much cheaper than a clock read per timer.
 func (t *Timer) ResetAt(deadline time.Time) bool {
 	s := t.shard("ResetAt")
-	return t.resetTo(s, s.h.offset(deadline), true)
+	return t.resetTo(arming{v: s.h.offset(deadline), move: true})
 }
 
-// Deadline returns the deadline the timer was last armed with. After the
-// timer fires or is stopped it still returns that deadline; for a timer
-// initialized by Init and never armed, it returns the zero Time. A
-// deadline more than about 292 years from the hierarchy's origin is held
-// at that limit.
+// Deadline returns the deadline the timer was last armed with: for a
+// periodic timer, its next run's instant. After the timer fires or is
+// stopped it still returns that deadline; for a timer initialized by Init
+// and never armed, it returns the zero Time. A deadline more than about
+// 292 years from the hierarchy's origin is held at that limit.
 func (t *Timer) Deadline() time.Time {
 	s := t.shard("Deadline")
 	w := t.when.Load()
@@ -163,79 +197,87 @@ func (t *Timer) Deadline() time.Time {
 	return s.h.origin.Add(time.Duration(w))
 }
 
-// testHookLazyReset, if set by a test, runs in the lock-free path of
-// resetTo: at stage 0 before its store of the deadline, at stage 1 after it.
-// At stage 2 it runs in every Reset that moves a deadline later, between
-// the loads of the frontier and of now that decide on that path.
-var testHookLazyReset func(t *Timer, stage int)
+// testHookReset, if set by a test, runs at the start of resetTo, before
+// the shard's lock is taken.
+var testHookReset func(t *Timer)
 
-// resetTo re-arms t, of shard s (as read from t.sh), with deadline w (ns
-// since origin). If t is unarmed, move is set and t's shard's lock was
-// contended, it arms t in the current processor's shard if that shard's
-// lock is free: a timer initialized on one goroutine (an accept loop) and
-// then re-armed from others (each connection's) follows the goroutines
-// that use it once they meet on its lock, instead of making them share one
-// shard. An uncontended re-arm leaves t where it is and spares the lookup
-// of the processor's shard. Timeouts does not move its timers: their
-// callbacks are bound to a shard.
-func (t *Timer) resetTo(s *shard, w int64, move bool) bool {
-	// Fast path: an armed timer that sits beyond level 0 and moves later
-	// only needs its new deadline stored. Its slot comes up no later than
-	// before, and the cascade then re-files it by the deadline it finds.
-	// Timers at level 0 take the lock, so Next stays exact for them.
-	//
-	// A cascade reads deadlines in batches with seq odd. If seq was even
-	// and is unchanged after the store, no batch overlapped it, so the
-	// cascade that takes t reads the new deadline. If Advance claimed t or
-	// Stop took it meanwhile, only the lock can tell which came first.
-	if old := t.when.Load(); w >= old {
-		q := s.seq.Load()
-		// A timer armed during an Advance for a tick it has passed waits on
-		// the late list, filed at a tick that may be after its shard's now
-		// but not after the Advance's frontier: count that as now too. The
-		// order of the loads matters (see endAdvance).
-		f := t.filed.Load()
-		fr := s.h.frontier.Load()
-		if testHookLazyReset != nil {
-			testHookLazyReset(t, 2)
-		}
-		now := max(fr, s.now.Load())
-		if q&1 == 0 && f > now && f-now >= s.h.lazyTicks {
-			if testHookLazyReset != nil {
-				testHookLazyReset(t, 0)
-			}
-			if t.when.CompareAndSwap(old, w) {
-				if testHookLazyReset != nil {
-					testHookLazyReset(t, 1)
-				}
-				if s.seq.Load() == q && t.filed.Load() == f && t.sh.Load() == s {
-					return true
-				}
-			}
-		}
+// An arming says how resetTo re-arms a timer.
+type arming struct {
+	v      int64 // the deadline in ns since the origin, or, if rel, the duration from now
+	rel    bool
+	period int64 // for a periodic timer; 0: one-shot
+	// move lets an unarmed timer move to the current processor's shard
+	// when its own shard's lock was contended (see resetTo). Timeouts
+	// does not move its timers: their callbacks are bound to a shard.
+	move bool
+	// onlyArmed re-arms the timer only if it is armed (see touch).
+	onlyArmed bool
+}
+
+// touch re-arms t to fire d from now if it is armed, and reports whether
+// it was. A timer that fired or was stopped stays as it is, with the
+// deadline it had: IdleConn re-arms this way, so that a Read racing with
+// the idle close cannot move the conn's deadline past it.
+func (t *Timer) touch(d time.Duration) bool {
+	return t.resetTo(arming{v: int64(d), rel: true, onlyArmed: true})
+}
+
+// resetTo re-arms t as a says, under its shard's lock: the re-arm takes
+// effect there, and a relative deadline is measured from the clock read
+// there, so that concurrent re-arms of one timer take effect in one order
+// and their clock readings follow that order.
+//
+// If t is unarmed, a.move is set and t's shard's lock was contended, it
+// arms t in the current processor's shard if that shard's lock is free: a
+// timer initialized on one goroutine (an accept loop) and then re-armed
+// from others (each connection's) follows the goroutines that use it once
+// they meet on its lock, instead of making them share one shard. An
+// uncontended re-arm leaves t where it is and spares the lookup of the
+// processor's shard.
+func (t *Timer) resetTo(a arming) bool {
+	if testHookReset != nil {
+		testHookReset(t)
 	}
-	d := s.h.dueTick(w)
 	s, contended := t.lockShard()
-	f := t.filed.Load()
-	if f == d && f > s.now.Load() {
-		// Re-armed for the tick it is filed under, which is after now: in
-		// a wheel slot, or on the late list of a shard behind the running
-		// Advance. Only the deadline changes; the timer stays where it is.
-		t.when.Store(w)
-		s.mu.Unlock()
-		return true
-	}
-	armed := f != unarmed
-	if armed {
-		s.unlinkLocked(t)
-	} else {
-		if move && (contended || s.h.moveAlways) {
+	armed := t.armedLocked()
+	if !armed {
+		if a.onlyArmed {
+			s.mu.Unlock()
+			return false
+		}
+		if a.move && (contended || s.h.moveAlways) {
 			if n := s.h.pickShard(); n != s && n.mu.TryLock() {
 				t.sh.Store(n)
 				s.mu.Unlock()
 				s = n
 			}
 		}
+	}
+	w := a.v
+	if a.rel {
+		w = s.h.after(time.Duration(a.v))
+	}
+	t.mode = t.mode&modeExec | uint64(a.period) // a pending run will not call f
+	d := s.h.dueTick(w)
+	if f := t.filed.Load(); f != unarmed {
+		now := s.now.Load()
+		// Re-armed for the tick it is filed under, which is after now: in
+		// a wheel slot, or on the late list of a shard behind the running
+		// Advance. Only the deadline changes; the timer stays where it is.
+		// Likewise for a later deadline of a timer beyond level 0: its slot
+		// comes up no later than before, and the cascade then re-files it by
+		// the deadline it finds. A timer armed during an Advance for a tick
+		// it has passed waits on the late list, filed at a tick that may be
+		// after its shard's now but not after the Advance's frontier: count
+		// that as now too.
+		lazyNow := max(now, s.h.frontier.Load())
+		if f == d && f > now || w >= t.when.Load() && f > lazyNow && f-lazyNow >= s.h.lazyTicks {
+			t.when.Store(w)
+			s.mu.Unlock()
+			return true
+		}
+		s.unlinkLocked(t)
+	} else if !armed {
 		s.count++
 		s.stats.armed++
 	}

@@ -1,0 +1,61 @@
+package timingwheel
+
+// InitOn is [Timer.Init] for a timer whose callback runs through an
+// executor: an event loop, a worker pool. When t fires, the goroutine that
+// advances the hierarchy calls exec(run), and run, when the executor calls
+// it, calls f — unless t was stopped or re-armed after it fired and before
+// run started. exec must not block (typically it queues run on the loop,
+// as gnet's EventLoop.Execute or a buffered channel does) and must call
+// run at most once per call, at any later time, on any goroutine.
+//
+// Between the firing and the start of run, t counts as armed: [Timer.Stop]
+// and [Timer.Reset] return true, exactly as for a timer whose callback has
+// not started, and f does not run for that arming. So a loop that re-arms
+// or stops a connection's timer on the loop itself never sees a callback
+// for an arming it cancelled. A run called more than once calls f at most
+// once. For a periodic timer ([Timer.ResetEvery]) each run is handed over
+// the same way, the next one armed before it.
+//
+// InitOn allocates run and the function that hands it to exec once; the
+// arming, firing and stopping of t allocate nothing. Like Init, InitOn must
+// not run concurrently with t's other methods, and panics if h, exec or f
+// is nil, or if t is armed.
+func (t *Timer) InitOn(h *Hierarchy, exec func(run func()), f func()) *Timer {
+	if exec == nil {
+		panic("timingwheel: Timer.InitOn called with a nil exec func")
+	}
+	if f == nil {
+		panic("timingwheel: Timer.InitOn called with a nil func")
+	}
+	run := func() {
+		if t.runOn() {
+			f()
+		}
+	}
+	t.Init(h, func() { exec(run) })
+	t.mode = modeExec
+	return t
+}
+
+// runOn takes the run an executor timer handed over, reporting whether its
+// f is to be called: false if the timer was stopped or re-armed since it
+// fired, or the run was taken already.
+func (t *Timer) runOn() bool {
+	s, _ := t.lockShard()
+	if t.mode&modePending == 0 {
+		s.mu.Unlock()
+		return false
+	}
+	t.mode &^= modePending
+	emptied := false
+	if t.filed.Load() == unarmed { // a one-shot run: the arming ends here
+		s.count--
+		s.stats.fired++
+		emptied = s.count == 0
+	}
+	s.mu.Unlock()
+	if emptied {
+		s.h.idle()
+	}
+	return true
+}
