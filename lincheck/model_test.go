@@ -28,10 +28,11 @@ const (
 	opRemove                  // Timeouts.Remove(k), reports presence
 	opKeyDeadline             // Timeouts.Deadline(k)
 	opFire                    // a callback started (for a key: expired(k))
-	opAdvanced                // an Advance whose clock was at least input.b returned
+	opAdvStart                // an Advance whose clock was at least input.b began
+	opAdvEnd                  // and returned
 )
 
-var kindNames = [...]string{"Reset", "ResetAt", "Stop", "Deadline", "Add", "Remove", "Deadline(k)", "fire", "Advanced"}
+var kindNames = [...]string{"Reset", "ResetAt", "Stop", "Deadline", "Add", "Remove", "Deadline(k)", "fire", "AdvanceStart", "AdvanceEnd"}
 
 func (k kind) String() string { return kindNames[k] }
 
@@ -40,11 +41,11 @@ func (k kind) String() string { return kindNames[k] }
 // For opFire, b is the clock when the advancing goroutine last did
 // something visible before the callback (began the Advance, or ended the
 // previous callback), and a the clock read first thing in the callback.
-// For opAdvanced, b is the clock read before Advance was called: the
+// For opAdvStart, b is the clock read before Advance was called: the
 // Advance read a clock of at least b.
 type input struct {
 	kind kind
-	key  int // the timer or key; -1 for opAdvanced, which concerns all of them
+	key  int // the timer or key; -1 for an Advance, which concerns all of them
 	x    int64
 	b, a int64
 }
@@ -100,9 +101,16 @@ func floorDiv(a, b int64) int64 {
 // Add at c+off, c being the clock reading at that arming; since the clock
 // is monotonic, c is at most the reading at every later operation. The
 // clock reading at the last operation linearized lies in [clo, chi].
+//
+// owe is set when an Advance began while the timer was armed and due at
+// its clock: that arming must fire, or be cancelled (Stop, Remove) or
+// replaced (Reset, Add), before the Advance returns. An arming that
+// replaces it during the Advance may fire in the next one instead
+// (guarantees 1, 4 and 5).
 type state struct {
 	armed    bool // a timer is armed, a key is in the set
 	ever     bool // armed at least once (else Timer.Deadline is the zero Time)
+	owe      bool
 	tied     bool
 	off      int64
 	lo, hi   int64
@@ -138,81 +146,123 @@ func (s *state) pin(dl int64) bool {
 	return s.consistent()
 }
 
-// step is the sequential specification of one timer (or key) of w.
-func (w wheel) step(s state, in input, out output) (bool, state) {
-	if in.kind != opAdvanced && !s.at(in.b, in.a) {
-		return false, s
+// step is the sequential specification of one timer (or key) of w. It
+// returns every state the operation may lead to: none if it cannot
+// happen, two where an Advance may or may not have found the timer due.
+func (w wheel) step(s state, in input, out output) []state {
+	if ok, next := w.stepOne(s, in, out); ok {
+		return next
+	}
+	return nil
+}
+
+func (w wheel) stepOne(s state, in input, out output) (bool, []state) {
+	one := func(ok bool) (bool, []state) {
+		return ok && s.consistent(), []state{s}
+	}
+	if in.kind != opAdvStart && in.kind != opAdvEnd && !s.at(in.b, in.a) {
+		return false, nil
 	}
 	switch in.kind {
 	case opReset, opAdd:
 		if in.kind == opReset && out.ok != s.armed {
-			return false, s
+			return false, nil
 		}
-		s.armed, s.ever, s.tied, s.off = true, true, true, in.x
+		s.armed, s.ever, s.owe, s.tied, s.off = true, true, false, true, in.x
 		s.lo, s.hi = s.clo+in.x, s.chi+in.x
 	case opResetAt:
 		if out.ok != s.armed {
-			return false, s
+			return false, nil
 		}
-		s.armed, s.ever, s.tied, s.off = true, true, false, 0
+		s.armed, s.ever, s.owe, s.tied, s.off = true, true, false, false, 0
 		s.lo, s.hi = in.x, in.x
 	case opStop, opRemove:
 		if out.ok != s.armed {
-			return false, s
+			return false, nil
 		}
-		s.armed = false
+		s.armed, s.owe = false, false
 	case opDeadline:
 		if !s.ever || out.zero {
-			return !s.ever && out.zero, s
+			return one(!s.ever && out.zero)
 		}
-		return s.pin(out.dl), s
+		return one(s.pin(out.dl))
 	case opKeyDeadline:
 		if out.ok != s.armed {
-			return false, s
+			return false, nil
 		}
 		if !s.armed {
-			return out.zero, s
+			return one(out.zero)
 		}
-		return !out.zero && s.pin(out.dl), s
+		return one(!out.zero && s.pin(out.dl))
 	case opFire:
 		// Never early: the Advance's clock, at most a, has reached the
 		// deadline's tick.
 		if !s.armed {
-			return false, s
+			return false, nil
 		}
-		s.armed = false
+		s.armed, s.owe = false, false
 		s.hi = min(s.hi, w.dueBy(in.a))
-	case opAdvanced:
-		// Every due timer fired: one still armed was not due.
-		if s.armed {
-			s.lo = max(s.lo, w.sureBy(in.b)+1)
+	case opAdvStart:
+		// The Advance's clock is at least b: an armed timer that is
+		// surely due then must fire before it returns; one that it did
+		// not find due was not due.
+		due := w.sureBy(in.b)
+		if !s.armed || s.lo > due {
+			return one(true)
 		}
+		owes := s
+		owes.owe, owes.hi = true, min(s.hi, due)
+		if s.hi <= due {
+			s = owes
+			return one(true)
+		}
+		s.lo = due + 1
+		var next []state
+		for _, c := range []state{owes, s} {
+			if c.consistent() {
+				next = append(next, c)
+			}
+		}
+		return len(next) > 0, next
+	case opAdvEnd:
+		return one(!s.owe)
 	}
-	return s.consistent(), s
+	return one(true)
 }
 
 // model returns the porcupine model of the timers (or keys) of w, one
-// partition per timer; opAdvanced belongs to every partition.
+// partition per timer; an Advance belongs to every partition.
 func (w wheel) model() porcupine.Model {
-	return porcupine.Model{
+	nm := porcupine.NondeterministicModel{
 		Partition: partitionByKey,
-		Init:      func() any { return initState() },
-		Step: func(s, in, out any) (bool, any) {
-			return w.step(s.(state), in.(input), out.(output))
+		Init:      func() []any { return []any{initState()} },
+		Step: func(s, in, out any) []any {
+			var next []any
+			for _, n := range w.step(s.(state), in.(input), out.(output)) {
+				next = append(next, n)
+			}
+			return next
 		},
 		DescribeOperation: describeOp,
-		DescribeState: func(v any) string {
-			s := v.(state)
-			dl := fmt.Sprintf("[%d, %d]", s.lo, s.hi)
-			if s.lo == s.hi {
-				dl = fmt.Sprint(s.lo)
-			}
-			if !s.ever {
-				dl = "zero"
-			}
-			return fmt.Sprintf("armed=%v deadline=%s clock=[%d, %d]", s.armed, dl, s.clo, s.chi)
-		},
+		DescribeState:     describeState,
 	}
+	return nm.ToModel()
+}
+
+func describeState(v any) string {
+	s := v.(state)
+	dl := fmt.Sprintf("[%d, %d]", s.lo, s.hi)
+	if s.lo == s.hi {
+		dl = fmt.Sprint(s.lo)
+	}
+	if !s.ever {
+		dl = "zero"
+	}
+	owe := ""
+	if s.owe {
+		owe = " (the running Advance must fire it)"
+	}
+	return fmt.Sprintf("armed=%v deadline=%s clock=[%d, %d]%s", s.armed, dl, s.clo, s.chi, owe)
 }
 
 func partitionByKey(h []porcupine.Operation) [][]porcupine.Operation {
@@ -253,6 +303,9 @@ func describeOp(v, r any) string {
 		return fmt.Sprintf("%v(%d) -> %s%s", in.kind, in.key, dl, clk)
 	case opFire:
 		return fmt.Sprintf("fire(%d)%s", in.key, clk)
+	case opAdvStart:
+		return fmt.Sprintf("Advance at >= %d began", in.b)
 	}
-	return fmt.Sprintf("Advance at >= %d returned", in.b)
+	return "Advance returned"
+
 }

@@ -29,7 +29,9 @@ func linearizable(t *testing.T, exact bool, steps ...step) bool {
 func reset(key int, d, b, a int64) input { return input{kind: opReset, key: key, x: d, b: b, a: a} }
 func readDL(key int, b, a int64) input   { return input{kind: opDeadline, key: key, b: b, a: a} }
 func fire(key int, b, a int64) input     { return input{kind: opFire, key: key, b: b, a: a} }
-func advanced(T int64) input             { return input{kind: opAdvanced, key: -1, b: T, a: T} }
+func advStart(T int64) input             { return input{kind: opAdvStart, key: -1, b: T, a: T} }
+
+var advEnd = input{kind: opAdvEnd, key: -1}
 
 // A Reset that completed first read the clock at 100; a Reset that began
 // earlier but is ordered after it (its deadline is the one read last)
@@ -82,7 +84,8 @@ func TestModel_RejectsEarlyAndMissingFires(t *testing.T) {
 	// An Advance at 30 that returned without firing it.
 	if linearizable(t, true,
 		step{0, 1, 2, reset(0, 25, 0, 0), output{}},
-		step{1, 3, 4, advanced(30), output{}},
+		step{1, 3, 4, advStart(30), output{}},
+		step{1, 5, 6, advEnd, output{}},
 	) {
 		t.Error("accepted an Advance that left a due timer armed")
 	}
@@ -104,13 +107,52 @@ func TestModel_RejectsEarlyAndMissingFires(t *testing.T) {
 	}
 }
 
-// A Reset concurrent with an Advance may be ordered after it: the Advance
-// need not fire it.
+// A Reset concurrent with an Advance may be ordered after its start: the
+// Advance need not fire it. So may one that replaces a due arming the
+// Advance had found (guarantees 4 and 5: it fires in the next Advance).
 func TestModel_AcceptsResetConcurrentWithAdvance(t *testing.T) {
 	if !linearizable(t, true,
+		step{1, 1, 3, advStart(30), output{}},
 		step{0, 2, 5, reset(0, -5, 30, 30), output{}},
-		step{1, 1, 6, advanced(30), output{}},
+		step{1, 6, 7, advEnd, output{}},
 	) {
 		t.Error("rejected a Reset that an Advance running meanwhile did not fire")
+	}
+	if !linearizable(t, true,
+		step{0, 1, 2, reset(0, 5, 0, 0), output{}},
+		step{1, 3, 5, advStart(30), output{}},
+		step{0, 4, 6, reset(0, -5, 30, 30), output{ok: true}},
+		step{1, 7, 8, advEnd, output{}},
+	) {
+		t.Error("rejected a Reset that replaced an arming the running Advance had found due")
+	}
+	// But the same Advance with no Reset meanwhile must fire it.
+	if linearizable(t, true,
+		step{0, 1, 2, reset(0, 5, 0, 0), output{}},
+		step{1, 3, 5, advStart(30), output{}},
+		step{0, 4, 6, readDL(0, 30, 30), output{dl: 5}},
+		step{1, 7, 8, advEnd, output{}},
+	) {
+		t.Error("accepted an Advance that left the arming it found due armed")
+	}
+}
+
+// With the real clock the origin, and so the ticks, are known only within
+// a tick: an Advance at 35 need not fire a deadline of 30 (due at 40 if
+// the origin is at 0 mod 10) but must fire one of 25.
+func TestModel_InexactOriginAllowsATick(t *testing.T) {
+	if !linearizable(t, false,
+		step{0, 1, 2, reset(0, 30, 0, 0), output{}},
+		step{1, 3, 4, advStart(35), output{}},
+		step{1, 5, 6, advEnd, output{}},
+	) {
+		t.Error("rejected an Advance less than a tick after a deadline")
+	}
+	if linearizable(t, false,
+		step{0, 1, 2, reset(0, 25, 0, 0), output{}},
+		step{1, 3, 4, advStart(35), output{}},
+		step{1, 5, 6, advEnd, output{}},
+	) {
+		t.Error("accepted an Advance a tick after a deadline that did not fire it")
 	}
 }
