@@ -30,9 +30,11 @@
 //   - A callback starts only for an armed timer, only once its deadline is
 //     due, due(D) <= T for the Advance's clock T, and disarms it
 //     (guarantees 1 and 4).
-//   - When an Advance at clock T returns, no timer with due(D) <= T is still
-//     armed by an arming ordered before it (guarantee 1: every due timer
-//     fires).
+//   - An Advance is two events, its start and its return: an arming that is
+//     armed and due at the Advance's clock when it starts has fired, or has
+//     been stopped or replaced, by the time it returns (guarantee 1: every
+//     due timer fires). A replacement armed while it runs, due or not, may
+//     wait for the next Advance (guarantees 4 and 5).
 //
 // Clock readings are modelled as intervals: each operation records the
 // clock before it is called and after it returns, and the reading at its
@@ -40,6 +42,8 @@
 //
 // The default run takes well under a minute with -race on two cores; set
 // TIMINGWHEEL_LONG=1 for many more, longer histories. TIMINGWHEEL_SEED
-// replays the scripts of one seed. A failure names its seed and the HTML
-// file where porcupine drew the history.
+// replays the scripts of one seed. A failure names its seed, the HTML
+// file where porcupine drew the history, and the end of the longest
+// linearization found; LINCHECK_DUMP=1 adds every operation of the timer
+// or key that failed.
 package lincheck

@@ -102,7 +102,7 @@ func scale() (seeds, opsPerWorker int) {
 	if long {
 		return 16, 200
 	}
-	return 4, 100
+	return 8, 100
 }
 
 // runMatrix runs histories of a new subject each in every configuration: GOMAXPROCS 1
