@@ -279,3 +279,100 @@ func ExampleTimeouts_Remove() {
 	// expired 2
 	// left: 0
 }
+
+func ExampleHierarchy_Every() {
+	// A keepalive every 30s on a grid that does not drift: the runs are
+	// due at 30s, 60s, 90s after Every, however late each one ran.
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	start := mock.Now()
+
+	var t *timingwheel.Timer
+	runs := 0
+	t = h.Every(30*time.Second, func() {
+		runs++
+		fmt.Println("keepalive at", mock.Now().Sub(start), "next due", t.Deadline().Sub(start))
+		if runs == 3 {
+			t.Stop() // the next run is armed already: Stop from inside wins
+		}
+	})
+
+	mock.Add(31 * time.Second) // the driver was a second late
+	h.Advance()
+	mock.Add(29 * time.Second)
+	h.Advance()
+	mock.Add(75 * time.Second) // asleep across two instants: one run, the rest skipped
+	h.Advance()
+	mock.Add(time.Hour)
+	h.Advance()
+	fmt.Println("runs:", runs)
+	// Output:
+	// keepalive at 31s next due 1m0s
+	// keepalive at 1m0s next due 1m30s
+	// keepalive at 2m15s next due 2m30s
+	// runs: 3
+}
+
+func ExampleTimer_ResetEvery() {
+	// A periodic timer held by value in a connection's own struct: no
+	// allocation to start, run or stop it.
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+
+	type conn struct {
+		flush timingwheel.Timer
+		dirty int
+	}
+	c := &conn{dirty: 3}
+	c.flush.Init(h, func() {
+		fmt.Println("flushed", c.dirty)
+		c.dirty = 0
+	})
+	c.flush.ResetEvery(time.Second)
+
+	for range 2 {
+		mock.Add(time.Second)
+		h.Advance()
+	}
+	fmt.Println("stopped:", c.flush.Stop())
+	// Output:
+	// flushed 3
+	// flushed 0
+	// stopped: true
+}
+
+func ExampleTimer_InitOn() {
+	// An event loop owns its connections' state: their timers' callbacks
+	// must run on the loop. exec queues the run; the loop calls it. A
+	// timer the loop re-arms before its queued run starts does not fire
+	// for the old arming.
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	var queue []func() // the loop's task queue (a real loop locks it, or uses a channel)
+	exec := func(run func()) { queue = append(queue, run) }
+
+	var idle timingwheel.Timer
+	idle.InitOn(h, exec, func() { fmt.Println("idle: closing on the loop") })
+	idle.Reset(time.Second)
+
+	mock.Add(time.Second)
+	h.Advance() // fires: the run is queued, f has not run
+	fmt.Println("queued:", len(queue))
+
+	// Traffic reaches the loop before the queued run: the loop re-arms.
+	fmt.Println("re-armed before the run:", idle.Reset(time.Second))
+	for _, run := range queue {
+		run() // does nothing: that arming was cancelled
+	}
+	queue = nil
+
+	mock.Add(time.Second)
+	h.Advance()
+	for _, run := range queue {
+		run()
+	}
+	// Output:
+	// queued: 1
+	// re-armed before the run: true
+	// idle: closing on the loop
+}

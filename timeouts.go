@@ -123,6 +123,10 @@ func (s *Timeouts[K]) Add(k K, d time.Duration) {
 	s.add(k, d)
 }
 
+// testHookAdd, if set by a test, runs in add before the shard's lock is
+// taken.
+var testHookAdd func()
+
 // add is Add; it reports whether k was newly added (not re-armed).
 func (s *Timeouts[K]) add(k K, d time.Duration) bool {
 	hash, sh, ok := s.locate(k)
@@ -133,6 +137,9 @@ func (s *Timeouts[K]) add(k K, d time.Duration) bool {
 	// of one key, the one that takes effect later measures d from a later
 	// reading: the latest activity wins.
 	a := arming{v: int64(d), rel: true}
+	if testHookAdd != nil {
+		testHookAdd()
+	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if i, ok := sh.find(k, hash); ok {
