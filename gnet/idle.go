@@ -115,13 +115,16 @@ func (w *Wheel) Idler(idle time.Duration, opts ...IdleOption) *Idler {
 type Idle struct {
 	read timingwheel.Timer // the idle close, or OnReadIdle
 	c    gnet.Conn         // nil once closed
-	lr   *loopRun          // the conn's loop's runner, for this Idler
-	more *idleMore         // write idle and lifetime, if the Idler has them
+	// ext holds the conn's loop runner and its optional timers. A conn
+	// without write idle or lifetime shares its loop's ext, so that the
+	// Idle is a Timer and two words, and Init allocates only the callback.
+	ext *idleExt
 }
 
-// idleMore holds an Idle's optional timers.
-type idleMore struct {
-	x     *Idle
+// idleExt is an Idle's loop runner and optional timers.
+type idleExt struct {
+	lr    *loopRun
+	x     *Idle // nil in a loop's shared ext
 	write timingwheel.Timer
 	life  timingwheel.Timer
 }
@@ -138,12 +141,12 @@ func (x *Idle) Init(i *Idler, c gnet.Conn) *Idle {
 		panic("gnetwheel: Idle.Init called with a nil gnet.Conn")
 	}
 	h := i.w.h
-	x.c = c
-	x.lr = i.loops.of(c.EventLoop(), i)
+	lr := i.loops.of(c.EventLoop(), i)
+	x.c, x.ext = c, &lr.shared
 	x.read.Init(h, x.fireRead)
 	if i.writeIdle > 0 || i.lifetime > 0 {
-		m := &idleMore{x: x}
-		x.more = m
+		m := &idleExt{lr: lr, x: x}
+		x.ext = m
 		if i.writeIdle > 0 {
 			m.write.Init(h, m.fireWrite)
 			m.write.Reset(i.writeIdle)
@@ -164,15 +167,15 @@ func (x *Idle) Traffic() {
 	if x.c == nil {
 		return // closed: keep the timer stopped
 	}
-	x.read.Reset(x.lr.cfg.idle)
+	x.read.Reset(x.ext.lr.cfg.idle)
 }
 
 // Wrote pushes the write-idle timer back, after a write made other than
 // through [Idle.Write] (Writev, AsyncWrite's callback). Without
 // [OnWriteIdle] it does nothing.
 func (x *Idle) Wrote() {
-	if m := x.more; m != nil && x.c != nil && x.lr.cfg.writeIdle > 0 {
-		m.write.Reset(x.lr.cfg.writeIdle)
+	if m := x.ext; x.c != nil && m.x != nil && m.lr.cfg.writeIdle > 0 {
+		m.write.Reset(m.lr.cfg.writeIdle)
 	}
 }
 
@@ -194,11 +197,11 @@ func (x *Idle) Write(p []byte) (int, error) {
 func (x *Idle) Close() {
 	x.c = nil
 	x.read.Stop()
-	if m := x.more; m != nil {
-		if x.lr.cfg.writeIdle > 0 {
+	if m := x.ext; m != nil && m.x != nil {
+		if m.lr.cfg.writeIdle > 0 {
 			m.write.Stop()
 		}
-		if x.lr.cfg.lifetime > 0 {
+		if m.lr.cfg.lifetime > 0 {
 			m.life.Stop()
 		}
 	}
@@ -208,8 +211,8 @@ func (x *Idle) Close() {
 // [ErrLifetime]; nil if the wheel did not close it (the peer did, or the
 // handler), or outside OnClose.
 func (x *Idle) Err() error {
-	if x.lr != nil && x.lr.closing == x {
-		return x.lr.reason
+	if x.ext != nil && x.ext.lr.closing == x {
+		return x.ext.lr.reason
 	}
 	return nil
 }
@@ -220,23 +223,23 @@ func (x *Idle) Deadline() time.Time { return x.read.Deadline() }
 
 // fireRead, fireWrite and fireLife are the timers' callbacks, on the
 // goroutine that advances the hierarchy: they queue the conn on its loop.
-func (x *Idle) fireRead()      { x.lr.push((*readDue)(x)) }
-func (m *idleMore) fireWrite() { m.x.lr.push((*writeDue)(m)) }
-func (m *idleMore) fireLife()  { m.x.lr.push((*lifeDue)(m)) }
+func (x *Idle) fireRead()     { x.ext.lr.push((*readDue)(x)) }
+func (m *idleExt) fireWrite() { m.lr.push((*writeDue)(m)) }
+func (m *idleExt) fireLife()  { m.lr.push((*lifeDue)(m)) }
 
 // readDue, writeDue and lifeDue are the same objects seen as loop items:
 // the conversion to loopItem allocates nothing.
 type (
 	readDue  Idle
-	writeDue idleMore
-	lifeDue  idleMore
+	writeDue idleExt
+	lifeDue  idleExt
 )
 
 // due reports, on the loop, whether t's firing still stands: the conn is
 // open and t was not re-armed (by Traffic or Wrote, to a deadline after
 // now) since it fired.
 func (x *Idle) due(t *timingwheel.Timer) bool {
-	return x.c != nil && !x.lr.cfg.w.h.Now().Before(t.Deadline())
+	return x.c != nil && !x.ext.lr.cfg.w.h.Now().Before(t.Deadline())
 }
 
 func (r *readDue) runOnLoop() {
@@ -244,7 +247,7 @@ func (r *readDue) runOnLoop() {
 	if !x.due(&x.read) {
 		return
 	}
-	cfg := x.lr.cfg
+	cfg := x.ext.lr.cfg
 	if cfg.onReadIdle != nil {
 		x.read.Reset(cfg.idle) // before f, which may Close
 		cfg.onReadIdle(x.c)
@@ -254,17 +257,17 @@ func (r *readDue) runOnLoop() {
 }
 
 func (r *writeDue) runOnLoop() {
-	m := (*idleMore)(r)
+	m := (*idleExt)(r)
 	if !m.x.due(&m.write) {
 		return
 	}
-	cfg := m.x.lr.cfg
+	cfg := m.lr.cfg
 	m.write.Reset(cfg.writeIdle) // f's own write re-arms it again
 	cfg.onWriteIdle(m.x.c)
 }
 
 func (r *lifeDue) runOnLoop() {
-	m := (*idleMore)(r)
+	m := (*idleExt)(r)
 	if m.x.due(&m.life) {
 		m.x.closeFor(ErrLifetime)
 	}
@@ -273,7 +276,7 @@ func (r *lifeDue) runOnLoop() {
 // closeFor closes the conn on its loop, now: gnet calls OnClose before
 // Close returns, where Err reports why.
 func (x *Idle) closeFor(reason error) {
-	c, lr := x.c, x.lr
+	c, lr := x.c, x.ext.lr
 	lr.closing, lr.reason = x, reason
 	err := c.EventLoop().Close(c)
 	lr.closing, lr.reason = nil, nil

@@ -74,6 +74,7 @@ func (r *loops) of(el gnet.EventLoop, cfg *Idler) *loopRun {
 		}
 	}
 	l := &loopRun{el: el, cfg: cfg}
+	l.shared.lr = l
 	l.execFn = l.exec
 	l.drainFn = runFunc(l.drain)
 	list := append(old[:len(old):len(old)], l)
@@ -102,6 +103,8 @@ type loopRun struct {
 	// that Idle.Err, called from OnClose, can tell.
 	closing *Idle
 	reason  error
+
+	shared idleExt // the ext of this loop's conns that have no optional timers
 }
 
 // exec queues run for el's loop: the executor of Wheel.Exec.
