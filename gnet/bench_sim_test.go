@@ -211,6 +211,7 @@ func (t *scanTracker) start() {
 	t.wg.Go(func() {
 		tick := time.NewTicker(simScanTick)
 		defer tick.Stop()
+		var idle []*simConn
 		for {
 			select {
 			case <-t.done:
@@ -218,14 +219,18 @@ func (t *scanTracker) start() {
 			case <-tick.C:
 			}
 			now := time.Now().UnixNano()
+			idle = idle[:0]
 			t.mu.Lock()
 			for c, s := range t.conns {
 				if now-s.last.Load() >= int64(simIdle) {
 					delete(t.conns, c)
-					c.Close()
+					idle = append(idle, c)
 				}
 			}
 			t.mu.Unlock()
+			for _, c := range idle { // not under the lock: OnClose takes it
+				c.Close()
+			}
 		}
 	})
 }
