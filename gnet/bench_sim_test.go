@@ -1,0 +1,406 @@
+package gnetwheel
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"github.com/timingwheel/timingwheel"
+)
+
+// The benchmarks in this file measure the bookkeeping of idle timeouts
+// alone, without sockets: simulated conns on simulated event loops (a
+// goroutine each, with a task queue like gnet's), each conn getting one
+// heartbeat a second, against what gnet users write without gnetwheel:
+//
+//	impl=wheel      gnetwheel.Idle per conn: Traffic on the loop, closed on the loop
+//	impl=scan       OnTick every 4ms scans a map of every conn's last-activity time
+//	                (lateness up to a scan period: the precision of a 1ms wheel tick
+//	                plus its hop, p99 <= 5ms) and Closes the idle ones
+//	impl=afterfunc  a time.AfterFunc per conn, Reset on traffic, Close from the timer's goroutine
+//	impl=none       the heartbeats alone: subtracted from the others
+//
+// Run: go test -run '^$' -bench 'Sim' -benchtime 1x
+
+const (
+	simIdle     = 2 * time.Second      // heartbeats come every second
+	simScanTick = 4 * time.Millisecond // the scan's period: lateness p99 <= 5ms
+	simLoops    = 2
+)
+
+// simLoop is an event loop: one goroutine running queued tasks and, every
+// millisecond, the heartbeats of the conns due in that millisecond.
+type simLoop struct {
+	gnet.EventLoop
+	tasks chan func()
+}
+
+func (l *simLoop) Execute(_ context.Context, r gnet.Runnable) error {
+	l.tasks <- func() { r.Run(context.Background()) }
+	return nil
+}
+
+func (l *simLoop) Close(c gnet.Conn) error { c.(*simConn).closeOnLoop(); return nil }
+
+// simConn is a conn of a simLoop.
+type simConn struct {
+	gnet.Conn
+	loop   *simLoop
+	i      int
+	closed bool // loop-owned
+	b      *simBench
+}
+
+func (c *simConn) EventLoop() gnet.EventLoop { return c.loop }
+
+// Close is gnet's Conn.Close: safe anywhere, it queues the close on the loop.
+func (c *simConn) Close() error {
+	c.loop.tasks <- c.closeOnLoop
+	return nil
+}
+
+func (c *simConn) closeOnLoop() {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	c.b.tr.onClose(c.i)
+	c.b.closed.Add(1)
+	if d := c.b.deadlineOf(c.i); !d.IsZero() {
+		c.b.lateMu.Lock()
+		c.b.late = append(c.b.late, time.Since(d))
+		c.b.lateMu.Unlock()
+	}
+}
+
+// tracker is one way of keeping idle timeouts. open, traffic and onClose
+// run on the conn's loop.
+type tracker interface {
+	open(i int, c *simConn)
+	traffic(i int)
+	onClose(i int)
+	start()
+	stop()
+}
+
+// simBench is one run: n conns over simLoops loops, the silent ones
+// (every silentEvery-th) never sending after they open.
+type simBench struct {
+	n, silentEvery int
+	tr             tracker
+	loops          []*simLoop
+	conns          []simConn
+	opened         time.Time
+	openedAt       []time.Time // of the silent conns, by i/silentEvery
+	closed         atomic.Int64
+	lateMu         sync.Mutex
+	late           []time.Duration
+}
+
+func (b *simBench) silent(i int) bool { return b.silentEvery > 0 && i%b.silentEvery == 0 }
+
+// deadlineOf is the deadline a silent conn was closed for; zero for others.
+func (b *simBench) deadlineOf(i int) time.Time {
+	if b.silent(i) {
+		return b.openedAt[i/b.silentEvery].Add(simIdle)
+	}
+	return time.Time{}
+}
+
+// run opens the conns, runs the loops for d with heartbeats, and returns
+// the process CPU used over d.
+func (b *simBench) run(d time.Duration) time.Duration {
+	b.loops = make([]*simLoop, simLoops)
+	for i := range b.loops {
+		b.loops[i] = &simLoop{tasks: make(chan func(), 1<<16)}
+	}
+	b.conns = make([]simConn, b.n)
+	b.openedAt = make([]time.Time, b.n/max(b.silentEvery, 1)+1)
+	b.tr.start()
+	b.opened = time.Now()
+	for i := range b.conns {
+		c := &b.conns[i]
+		*c = simConn{loop: b.loops[i%simLoops], i: i, b: b}
+		if b.silent(i) {
+			b.openedAt[i/b.silentEvery] = time.Now()
+		}
+		b.tr.open(i, c)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	cpu0 := cpuTime()
+	for li, l := range b.loops {
+		wg.Go(func() { b.loop(li, l, stop) })
+	}
+	time.Sleep(d)
+	close(stop)
+	wg.Wait()
+	cpu := cpuTime() - cpu0
+	b.tr.stop()
+	return cpu
+}
+
+// loop is loop li: every millisecond ms, the heartbeat of each of its
+// conns i with i/simLoops ≡ ms (mod 1000): one per conn per second.
+func (b *simBench) loop(li int, l *simLoop, stop chan struct{}) {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	perLoop := (b.n + simLoops - 1) / simLoops
+	start := time.Now()
+	next := 0 // heartbeats sent so far by this loop, in order
+	for {
+		select {
+		case <-stop:
+			return
+		case f := <-l.tasks:
+			f()
+		case now := <-tick.C:
+			// Every conn once a second, spread evenly.
+			due := int(float64(perLoop) * now.Sub(start).Seconds())
+			for ; next < due; next++ {
+				i := (next%perLoop)*simLoops + li
+				if i < b.n && !b.silent(i) && !b.conns[i].closed {
+					b.tr.traffic(i)
+				}
+			}
+		}
+	}
+}
+
+// wheelTracker is gnetwheel: an Idle per conn, held by value.
+type wheelTracker struct {
+	h     *timingwheel.Hierarchy
+	idler *Idler
+	s     []struct{ idle Idle }
+}
+
+func (t *wheelTracker) start() {
+	t.h, _ = timingwheel.New()
+	t.idler = New(t.h).Idler(simIdle)
+	t.h.Start()
+}
+func (t *wheelTracker) stop()                  { t.h.Stop() }
+func (t *wheelTracker) open(i int, c *simConn) { t.s[i].idle.Init(t.idler, c) }
+func (t *wheelTracker) traffic(i int)          { t.s[i].idle.Traffic() }
+func (t *wheelTracker) onClose(i int)          { t.s[i].idle.Close() }
+
+// scanTracker is OnTick scanning every conn's last-activity time: gnet
+// runs OnTick on a goroutine of its own, so the map has a lock and the
+// times are atomic.
+type scanTracker struct {
+	mu    sync.Mutex
+	conns map[*simConn]*scanSession
+	s     []scanSession
+	cs    []*simConn
+	done  chan struct{}
+	wg    sync.WaitGroup
+}
+
+type scanSession struct{ last atomic.Int64 } // UnixNano of the last traffic
+
+func (t *scanTracker) start() {
+	t.conns = map[*simConn]*scanSession{}
+	t.done = make(chan struct{})
+	t.wg.Go(func() {
+		tick := time.NewTicker(simScanTick)
+		defer tick.Stop()
+		var idle []*simConn
+		for {
+			select {
+			case <-t.done:
+				return
+			case <-tick.C:
+			}
+			now := time.Now().UnixNano()
+			idle = idle[:0]
+			t.mu.Lock()
+			for c, s := range t.conns {
+				if now-s.last.Load() >= int64(simIdle) {
+					delete(t.conns, c)
+					idle = append(idle, c)
+				}
+			}
+			t.mu.Unlock()
+			for _, c := range idle { // not under the lock: OnClose takes it
+				c.Close()
+			}
+		}
+	})
+}
+func (t *scanTracker) stop() { close(t.done); t.wg.Wait() }
+func (t *scanTracker) open(i int, c *simConn) {
+	t.s[i].last.Store(time.Now().UnixNano())
+	t.cs[i] = c
+	t.mu.Lock()
+	t.conns[c] = &t.s[i]
+	t.mu.Unlock()
+}
+func (t *scanTracker) traffic(i int) { t.s[i].last.Store(time.Now().UnixNano()) }
+func (t *scanTracker) onClose(i int) {
+	t.mu.Lock()
+	delete(t.conns, t.cs[i]) // OnClose takes it out (the scan may have already)
+	t.mu.Unlock()
+}
+
+// afterFuncTracker is a time.AfterFunc per conn.
+type afterFuncTracker struct{ s []struct{ t *time.Timer } }
+
+func (t *afterFuncTracker) start() {}
+func (t *afterFuncTracker) stop() {
+	for i := range t.s {
+		if t.s[i].t != nil {
+			t.s[i].t.Stop()
+		}
+	}
+}
+func (t *afterFuncTracker) open(i int, c *simConn) {
+	t.s[i].t = time.AfterFunc(simIdle, func() { c.Close() })
+}
+func (t *afterFuncTracker) traffic(i int) { t.s[i].t.Reset(simIdle) }
+func (t *afterFuncTracker) onClose(i int) { t.s[i].t.Stop() }
+
+// noneTracker keeps no timeouts: the cost of the heartbeats alone.
+type noneTracker struct{}
+
+func (noneTracker) start()             {}
+func (noneTracker) stop()              {}
+func (noneTracker) open(int, *simConn) {}
+func (noneTracker) traffic(int)        {}
+func (noneTracker) onClose(int)        {}
+
+func newTracker(impl string, n int) tracker {
+	switch impl {
+	case "wheel":
+		return &wheelTracker{s: make([]struct{ idle Idle }, n)}
+	case "scan":
+		return &scanTracker{s: make([]scanSession, n), cs: make([]*simConn, n)}
+	case "afterfunc":
+		return &afterFuncTracker{s: make([]struct{ t *time.Timer }, n)}
+	}
+	return noneTracker{}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func heapNow() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+func q(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(p*float64(len(s))))]
+}
+
+// BenchmarkSimIdleTracking: CPU per second of keeping n conns' idle
+// timeouts with one heartbeat per conn per second, net of the heartbeats
+// themselves (impl=none), lateness of the silent conns' closes, and heap
+// per conn of the tracking state.
+func BenchmarkSimIdleTracking(b *testing.B) {
+	const d = 3 * time.Second // the silent conns close at 2s
+	for _, n := range []int{10_000, 1_000_000} {
+		var noneCPU float64
+		var noneHeap float64
+		for _, impl := range []string{"none", "wheel", "scan", "afterfunc"} {
+			b.Run(fmt.Sprintf("conns=%d/impl=%s", n, impl), func(b *testing.B) {
+				for b.Loop() {
+					runtime.GC()
+					h0 := heapNow()
+					sb := &simBench{n: n, silentEvery: 100, tr: newTracker(impl, n)}
+					cpu := sb.run(d)
+					heap := float64(int64(heapNow())-int64(h0)) / float64(n)
+					runtime.KeepAlive(sb)
+					cpuPerSec := cpu.Seconds() / d.Seconds() * 1000 // ms of CPU per s
+					if impl == "none" {
+						noneCPU, noneHeap = cpuPerSec, heap
+					}
+					b.ReportMetric(cpuPerSec, "cpu-ms/s")
+					b.ReportMetric(cpuPerSec-noneCPU, "tracking-cpu-ms/s")
+					b.ReportMetric(heap-noneHeap, "tracking-B/conn")
+					if impl != "none" {
+						b.ReportMetric(float64(q(sb.late, 0.99).Microseconds())/1000, "late-p99-ms")
+						b.ReportMetric(float64(sb.closed.Load()), "closed")
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkSimMassExpiry: CPU to close n conns that go idle at the same
+// instant, from the firing to the last close on the loops.
+func BenchmarkSimMassExpiry(b *testing.B) {
+	const n = 10_000
+	for _, impl := range []string{"wheel", "afterfunc"} {
+		b.Run(fmt.Sprintf("conns=%d/impl=%s", n, impl), func(b *testing.B) {
+			var total time.Duration
+			for b.Loop() {
+				runtime.GC()
+				sb := &simBench{n: n, silentEvery: 1, tr: newTracker(impl, n)}
+				done := make(chan time.Duration)
+				go func() {
+					// Wait until just before the deadline, then measure
+					// the CPU from there to the last close.
+					time.Sleep(simIdle - 50*time.Millisecond)
+					cpu0 := cpuTime()
+					for sb.closed.Load() < n {
+						time.Sleep(100 * time.Microsecond)
+					}
+					done <- cpuTime() - cpu0
+				}()
+				sb.runUntil(func() bool { return sb.closed.Load() >= n })
+				total += <-done
+			}
+			b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
+// runUntil is run until done reports true (checked every 10ms).
+func (b *simBench) runUntil(done func() bool) {
+	b.loops = make([]*simLoop, simLoops)
+	for i := range b.loops {
+		b.loops[i] = &simLoop{tasks: make(chan func(), 1<<16)}
+	}
+	b.conns = make([]simConn, b.n)
+	b.openedAt = make([]time.Time, b.n/max(b.silentEvery, 1)+1)
+	b.tr.start()
+	b.opened = time.Now()
+	for i := range b.conns {
+		c := &b.conns[i]
+		*c = simConn{loop: b.loops[i%simLoops], i: i, b: b}
+		if b.silent(i) {
+			b.openedAt[i/b.silentEvery] = time.Now()
+		}
+		b.tr.open(i, c)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for li, l := range b.loops {
+		wg.Go(func() { b.loop(li, l, stop) })
+	}
+	for !done() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	b.tr.stop()
+}

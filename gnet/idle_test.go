@@ -1,0 +1,317 @@
+package gnetwheel
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/panjf2000/gnet/v2"
+	"github.com/timingwheel/timingwheel"
+)
+
+// openConns dials n conns to s and returns them with their server numbers.
+func openConns(t *testing.T, s *testServer, addr string, n int) map[int]net.Conn {
+	t.Helper()
+	conns := map[int]net.Conn{}
+	for range n {
+		c := dial(t, addr)
+		e := s.waitFor(t, "open", -1, 5*time.Second)
+		conns[e.conn] = c
+	}
+	return conns
+}
+
+func TestIdle_ClosesOnItsLoopNeverEarly(t *testing.T) {
+	watchdog(t, 20*time.Second)
+	w := newTestWheel(t)
+	const idle = 100 * time.Millisecond
+	s := &testServer{w: w, idler: w.Idler(idle)}
+	addr := startServer(t, s)
+	conns := openConns(t, s, addr, 4)
+	for n := range conns {
+		e := s.waitFor(t, "close", -1, 5*time.Second)
+		if e.gid != e.loop {
+			t.Errorf("conn %d closed on goroutine %d, not its loop's (%d)", e.conn, e.gid, e.loop)
+		}
+		if got := e.at.Sub(e.last); got < idle {
+			t.Errorf("conn %d closed %v after its last traffic, before the idle timeout %v", e.conn, got, idle)
+		}
+		if !errors.Is(e.err, ErrIdle) || !errors.Is(e.err, os.ErrDeadlineExceeded) {
+			t.Errorf("conn %d: Idle.Err() in OnClose = %v, want ErrIdle", e.conn, e.err)
+		}
+		_ = n
+	}
+	for n, c := range conns {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+			t.Errorf("client of conn %d: Read = %v, want EOF (the server closed it)", n, err)
+		}
+	}
+}
+
+func TestIdle_TrafficKeepsItOpen(t *testing.T) {
+	watchdog(t, 20*time.Second)
+	w := newTestWheel(t)
+	const idle = 150 * time.Millisecond
+	s := &testServer{w: w, idler: w.Idler(idle)}
+	addr := startServer(t, s)
+	conns := openConns(t, s, addr, 3)
+	// Heartbeats every 30ms for 4 idles: none may be closed.
+	end := time.Now().Add(4 * idle)
+	for time.Now().Before(end) {
+		for _, c := range conns {
+			if _, err := c.Write([]byte("hb\n")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+drain:
+	for {
+		select {
+		case e := <-s.events:
+			if e.kind == "close" {
+				t.Fatalf("conn %d closed while it sent a heartbeat every 30ms (idle %v)", e.conn, idle)
+			}
+		default:
+			break drain
+		}
+	}
+	// Then silence: each is closed, an idle after its last heartbeat.
+	for range conns {
+		e := s.waitFor(t, "close", -1, 5*time.Second)
+		if got := e.at.Sub(e.last); got < idle {
+			t.Errorf("conn %d closed %v after its last traffic, before %v", e.conn, got, idle)
+		}
+	}
+}
+
+func TestIdle_ReadAndWriteIdleCallbacksRunOnTheLoop(t *testing.T) {
+	watchdog(t, 20*time.Second)
+	w := newTestWheel(t)
+	const readIdle, writeIdle = 120 * time.Millisecond, 50 * time.Millisecond
+	var s *testServer
+	s = &testServer{w: w, idler: w.Idler(readIdle,
+		OnReadIdle(func(c gnet.Conn) {
+			ss := c.Context().(*session) // safe: on the loop
+			s.emit(event{kind: "readidle", conn: ss.n, loop: ss.loop, last: ss.lastRead})
+		}),
+		OnWriteIdle(writeIdle, func(c gnet.Conn) {
+			ss := c.Context().(*session)
+			ss.idle.Write([]byte("ping\n")) // writing is safe here
+			s.emit(event{kind: "writeidle", conn: ss.n, loop: ss.loop})
+		}))}
+	addr := startServer(t, s)
+	conns := openConns(t, s, addr, 2)
+	opened := time.Now()
+	reads, writes := 0, 0
+	var lastWrite [2]time.Time
+	for reads < 4 || writes < 6 {
+		e := <-s.events
+		switch e.kind {
+		case "readidle":
+			reads++
+			if got := e.at.Sub(e.last); got < readIdle {
+				t.Errorf("read idle of conn %d came %v after its last traffic, before %v", e.conn, got, readIdle)
+			}
+		case "writeidle":
+			writes++
+			if !lastWrite[e.conn].IsZero() && e.at.Sub(lastWrite[e.conn]) < writeIdle {
+				t.Errorf("write idle of conn %d came %v after the previous ping, before %v",
+					e.conn, e.at.Sub(lastWrite[e.conn]), writeIdle)
+			}
+			lastWrite[e.conn] = e.at
+		case "close":
+			t.Fatalf("conn %d closed: OnReadIdle must keep it open", e.conn)
+		default:
+			continue
+		}
+		if e.gid != e.loop {
+			t.Errorf("%s of conn %d ran on goroutine %d, not its loop's (%d)", e.kind, e.conn, e.gid, e.loop)
+		}
+		if time.Since(opened) > 10*time.Second {
+			t.Fatal("too few idle events")
+		}
+	}
+	// The pings reached the clients.
+	for n, c := range conns {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		buf := make([]byte, 5)
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ping\n" {
+			t.Errorf("client of conn %d read %q, %v; want the write-idle ping", n, buf, err)
+		}
+	}
+}
+
+func TestIdle_MaxLifetimeClosesAChattyConn(t *testing.T) {
+	watchdog(t, 20*time.Second)
+	w := newTestWheel(t)
+	const idle, life = time.Second, 200 * time.Millisecond
+	s := &testServer{w: w, idler: w.Idler(idle, MaxLifetime(life))}
+	addr := startServer(t, s)
+	c := dial(t, addr)
+	open := s.waitFor(t, "open", -1, 5*time.Second)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				if _, err := c.Write([]byte("hb\n")); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	e := s.waitFor(t, "close", open.conn, 5*time.Second)
+	if got := e.at.Sub(open.at); got < life {
+		t.Errorf("closed %v after opening, before its lifetime %v", got, life)
+	}
+	if !errors.Is(e.err, ErrLifetime) {
+		t.Errorf("Idle.Err() in OnClose = %v, want ErrLifetime", e.err)
+	}
+	if e.gid != e.loop {
+		t.Errorf("closed on goroutine %d, not its loop's (%d)", e.gid, e.loop)
+	}
+}
+
+// fakeLoop is a gnet.EventLoop whose Execute queues the runnable for the
+// test to run: the test is the loop, and decides when the hop lands.
+type fakeLoop struct {
+	gnet.EventLoop
+	queued []gnet.Runnable
+	closed []gnet.Conn
+}
+
+func (l *fakeLoop) Execute(_ context.Context, r gnet.Runnable) error {
+	l.queued = append(l.queued, r)
+	return nil
+}
+
+func (l *fakeLoop) Close(c gnet.Conn) error {
+	l.closed = append(l.closed, c)
+	c.(*fakeConn).onClose()
+	return nil
+}
+
+// runQueued runs what Execute queued, as the loop would.
+func (l *fakeLoop) runQueued() {
+	q := l.queued
+	l.queued = nil
+	for _, r := range q {
+		r.Run(context.Background())
+	}
+}
+
+// fakeConn is a gnet.Conn of a fakeLoop; closing it calls its Idle's
+// Close, as the handler's OnClose does.
+type fakeConn struct {
+	gnet.Conn
+	loop *fakeLoop
+	idle *Idle
+	err  error // Idle.Err() seen in "OnClose"
+}
+
+func (c *fakeConn) EventLoop() gnet.EventLoop   { return c.loop }
+func (c *fakeConn) Write(p []byte) (int, error) { return len(p), nil }
+func (c *fakeConn) onClose()                    { c.err = c.idle.Err(); c.idle.Close() }
+
+// newMockIdle returns an Idle of a fake conn on a fake loop, in a hierarchy
+// driven by the test with a mock clock.
+func newMockIdle(t *testing.T, idle time.Duration, opts ...IdleOption) (*clock.Mock, *timingwheel.Hierarchy, *fakeConn) {
+	t.Helper()
+	mock := clock.NewMock()
+	h, err := timingwheel.New(timingwheel.WithClock(mock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &fakeConn{loop: &fakeLoop{}, idle: new(Idle)}
+	c.idle.Init(New(h).Idler(idle, opts...), c)
+	return mock, h, c
+}
+
+func TestIdle_TrafficBetweenFiringAndHopCancelsTheClose(t *testing.T) {
+	mock, h, c := newMockIdle(t, 100*time.Millisecond)
+	mock.Add(100 * time.Millisecond)
+	if n := h.Advance(); n != 1 {
+		t.Fatalf("Advance ran %d callbacks, want the idle timer's", n)
+	}
+	if len(c.loop.queued) != 1 {
+		t.Fatalf("the firing queued %d tasks on the loop, want 1", len(c.loop.queued))
+	}
+	c.idle.Traffic() // on the loop, before the hop lands
+	c.loop.runQueued()
+	if len(c.loop.closed) != 0 {
+		t.Fatal("closed although traffic re-armed the timer after it fired, before the close reached the loop")
+	}
+	// The new arming closes it, an idle after the traffic, not before.
+	mock.Add(99 * time.Millisecond)
+	h.Advance()
+	c.loop.runQueued()
+	if len(c.loop.closed) != 0 {
+		t.Fatal("closed before an idle had passed since the traffic")
+	}
+	mock.Add(time.Millisecond)
+	h.Advance()
+	c.loop.runQueued()
+	if len(c.loop.closed) != 1 || !errors.Is(c.err, ErrIdle) {
+		t.Fatalf("closes = %d, Err = %v; want one idle close", len(c.loop.closed), c.err)
+	}
+	if h.Len() != 0 {
+		t.Errorf("h.Len() = %d after the close, want 0 (Close stops the timers)", h.Len())
+	}
+}
+
+func TestIdle_CloseBetweenFiringAndHopCancelsTheCallback(t *testing.T) {
+	calls := 0
+	mock, h, c := newMockIdle(t, 100*time.Millisecond, OnReadIdle(func(gnet.Conn) { calls++ }))
+	mock.Add(100 * time.Millisecond)
+	h.Advance()
+	c.idle.Close() // OnClose on the loop, before the hop lands
+	c.loop.runQueued()
+	if calls != 0 {
+		t.Fatal("OnReadIdle ran for a conn closed after the timer fired")
+	}
+	if h.Len() != 0 {
+		t.Errorf("h.Len() = %d, want 0", h.Len())
+	}
+}
+
+func TestIdle_TimersThatFireTogetherHopInOneTask(t *testing.T) {
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	idler := New(h).Idler(time.Second)
+	loop := &fakeLoop{}
+	conns := make([]*fakeConn, 100)
+	for i := range conns {
+		conns[i] = &fakeConn{loop: loop, idle: new(Idle)}
+		conns[i].idle.Init(idler, conns[i])
+	}
+	mock.Add(time.Second)
+	h.Advance()
+	if len(loop.queued) != 1 {
+		t.Fatalf("100 idle timers firing together queued %d tasks on the loop, want 1", len(loop.queued))
+	}
+	loop.runQueued()
+	if len(loop.closed) != 100 {
+		t.Fatalf("closed %d conns, want 100", len(loop.closed))
+	}
+}
+
+func TestIdle_TrafficAllocatesNothing(t *testing.T) {
+	_, _, c := newMockIdle(t, time.Minute, OnWriteIdle(time.Second, func(gnet.Conn) {}))
+	if a := testing.AllocsPerRun(1000, c.idle.Traffic); a != 0 {
+		t.Errorf("Idle.Traffic allocates %v times per call, want 0", a)
+	}
+	buf := []byte("x")
+	if a := testing.AllocsPerRun(1000, func() { c.idle.Write(buf) }); a != 0 {
+		t.Errorf("Idle.Write allocates %v times per call, want 0", a)
+	}
+}

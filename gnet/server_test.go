@@ -1,0 +1,230 @@
+package gnetwheel
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"github.com/timingwheel/timingwheel"
+	"golang.org/x/sys/unix"
+)
+
+// goid returns the current goroutine's id: how a test tells that a
+// callback ran on a conn's event loop.
+func goid() uint64 {
+	var b [64]byte
+	n := runtime.Stack(b[:], false)
+	f := bytes.Fields(b[:n]) // "goroutine 123 [running]:"
+	id, _ := strconv.ParseUint(string(f[1]), 10, 64)
+	return id
+}
+
+// watchdog fails the whole test binary, with every goroutine's stack, if
+// the test has not ended after d: a hang shows where it hangs.
+func watchdog(t *testing.T, d time.Duration) {
+	t.Helper()
+	name := t.Name()
+	timer := time.AfterFunc(d, func() {
+		buf := make([]byte, 1<<20)
+		n := runtime.Stack(buf, true)
+		fmt.Fprintf(os.Stderr, "watchdog: %s still running after %v\n%s", name, d, buf[:n])
+		os.Exit(2)
+	})
+	t.Cleanup(func() { timer.Stop() })
+}
+
+// newTestWheel returns a started hierarchy with a fast tick and its Wheel.
+func newTestWheel(t *testing.T) *Wheel {
+	t.Helper()
+	h, err := timingwheel.New(timingwheel.WithTick(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Start()
+	t.Cleanup(h.Stop)
+	return New(h)
+}
+
+// event is one thing that happened on the server, with when and where.
+type event struct {
+	kind string // "open", "traffic", "close", "readidle", "writeidle"
+	conn int    // the conn's number, in order of OnOpen
+	at   time.Time
+	gid  uint64 // goroutine it ran on
+	loop uint64 // the goroutine of the conn's OnOpen: its event loop
+	err  error  // for "close": Idle.Err()
+	last time.Time
+}
+
+// session is the test server's per-conn state.
+type session struct {
+	idle     Idle
+	n        int
+	loop     uint64    // goroutine id of OnOpen: the conn's loop
+	lastRead time.Time // the last OnTraffic, on the hierarchy's clock
+}
+
+// testServer is a gnet server whose conns use an Idle from idler.
+type testServer struct {
+	gnet.BuiltinEventEngine
+	w      *Wheel
+	idler  *Idler
+	echo   bool // write back what arrives
+	events chan event
+
+	mu   sync.Mutex
+	eng  gnet.Engine
+	addr string
+	next int
+	open map[int]gnet.EventLoop
+}
+
+func (s *testServer) OnBoot(eng gnet.Engine) gnet.Action {
+	fd, err := eng.Dup()
+	if err == nil {
+		sa, _ := unix.Getsockname(fd)
+		unix.Close(fd)
+		if in, ok := sa.(*unix.SockaddrInet4); ok {
+			s.mu.Lock()
+			s.eng, s.addr = eng, fmt.Sprintf("127.0.0.1:%d", in.Port)
+			s.mu.Unlock()
+		}
+	}
+	return gnet.None
+}
+
+func (s *testServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	ss := &session{loop: goid(), lastRead: s.w.h.Now()}
+	s.mu.Lock()
+	ss.n = s.next
+	s.next++
+	s.open[ss.n] = c.EventLoop()
+	s.mu.Unlock()
+	ss.idle.Init(s.idler, c)
+	c.SetContext(ss)
+	s.emit(event{kind: "open", conn: ss.n, loop: ss.loop})
+	return nil, gnet.None
+}
+
+func (s *testServer) OnTraffic(c gnet.Conn) gnet.Action {
+	ss := c.Context().(*session)
+	ss.idle.Traffic()
+	ss.lastRead = s.w.h.Now()
+	buf, _ := c.Next(-1)
+	if s.echo {
+		ss.idle.Write(buf)
+	}
+	s.emit(event{kind: "traffic", conn: ss.n, loop: ss.loop})
+	return gnet.None
+}
+
+func (s *testServer) OnClose(c gnet.Conn, _ error) gnet.Action {
+	ss := c.Context().(*session)
+	err := ss.idle.Err()
+	ss.idle.Close()
+	s.mu.Lock()
+	delete(s.open, ss.n)
+	s.mu.Unlock()
+	s.emit(event{kind: "close", conn: ss.n, loop: ss.loop, err: err, last: ss.lastRead})
+	return gnet.None
+}
+
+// emit records e, stamped with the time and goroutine.
+func (s *testServer) emit(e event) {
+	e.at, e.gid = s.w.h.Now(), goid()
+	s.events <- e
+}
+
+// startServer runs s on 127.0.0.1 with two event loops until the test ends.
+func startServer(t *testing.T, s *testServer) string {
+	t.Helper()
+	s.events = make(chan event, 4096)
+	s.open = map[int]gnet.EventLoop{}
+	done := make(chan error, 1)
+	go func() {
+		done <- gnet.Run(s, "tcp://127.0.0.1:0", gnet.WithMulticore(true), gnet.WithNumEventLoop(2),
+			gnet.WithLogger(quiet{}))
+	}()
+	for wait := time.Now().Add(5 * time.Second); ; {
+		s.mu.Lock()
+		addr := s.addr
+		s.mu.Unlock()
+		if addr != "" {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("gnet.Run: %v", err)
+		default:
+		}
+		if time.Now().After(wait) {
+			t.Fatal("gnet server did not boot")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.mu.Lock()
+		eng := s.eng
+		s.mu.Unlock()
+		if err := eng.Stop(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			t.Logf("engine stop: %v", err)
+		}
+		<-done
+	})
+	return s.addr
+}
+
+// loopOf returns the event loop of open conn n.
+func (s *testServer) loopOf(n int) gnet.EventLoop {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.open[n]
+}
+
+// waitFor returns the next event of kind for conn (any conn if conn < 0),
+// skipping others, or fails the test after d.
+func (s *testServer) waitFor(t *testing.T, kind string, conn int, d time.Duration) event {
+	t.Helper()
+	timeout := time.After(d)
+	for {
+		select {
+		case e := <-s.events:
+			if e.kind == kind && (conn < 0 || e.conn == conn) {
+				return e
+			}
+		case <-timeout:
+			t.Fatalf("no %q event for conn %d within %v", kind, conn, d)
+		}
+	}
+}
+
+// dial connects to addr and sends one line, so the server has seen traffic.
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// quiet is a gnet logger that drops everything: gnet logs every launch.
+type quiet struct{}
+
+func (quiet) Debugf(string, ...any) {}
+func (quiet) Infof(string, ...any)  {}
+func (quiet) Warnf(string, ...any)  {}
+func (quiet) Errorf(string, ...any) {}
+func (quiet) Fatalf(string, ...any) {}

@@ -1,0 +1,169 @@
+package gnetwheel
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	gerrors "github.com/panjf2000/gnet/v2/pkg/errors"
+)
+
+// loopServer starts a server with one conn open and returns its event loop
+// and the goroutine that loop runs on.
+func loopServer(t *testing.T) (*Wheel, *testServer, gnet.EventLoop, uint64) {
+	t.Helper()
+	w := newTestWheel(t)
+	s := &testServer{w: w, idler: w.Idler(time.Hour)}
+	addr := startServer(t, s)
+	dial(t, addr)
+	e := s.waitFor(t, "open", -1, 5*time.Second)
+	return w, s, s.loopOf(e.conn), e.loop
+}
+
+// ran is what a task records when it runs.
+type ran struct {
+	at  time.Time
+	gid uint64
+}
+
+func TestSchedule_RunsOnTheLoopAfterTheDelay(t *testing.T) {
+	watchdog(t, 20*time.Second)
+	w, _, el, loop := loopServer(t)
+	const delay = 80 * time.Millisecond
+	for _, tc := range []struct {
+		name     string
+		schedule func(context.Context, gnet.Runnable, time.Duration) error
+	}{
+		{"Wheel.Schedule", func(ctx context.Context, r gnet.Runnable, d time.Duration) error {
+			return w.Schedule(el, ctx, r, d)
+		}},
+		{"EventLoop.Schedule", w.EventLoop(el).Schedule},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := make(chan ran, 1)
+			start := w.Hierarchy().Now()
+			err := tc.schedule(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+				got <- ran{w.Hierarchy().Now(), goid()}
+				return nil
+			}), delay)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := <-got
+			if r.gid != loop {
+				t.Errorf("ran on goroutine %d, not the loop's (%d)", r.gid, loop)
+			}
+			if d := r.at.Sub(start); d < delay {
+				t.Errorf("ran %v after Schedule, before the delay %v", d, delay)
+			}
+		})
+	}
+	if err := w.Schedule(el, context.Background(), nil, time.Millisecond); !errors.Is(err, gerrors.ErrNilRunnable) {
+		t.Errorf("Schedule(nil runnable) = %v, want gnet's ErrNilRunnable", err)
+	}
+}
+
+func TestSchedule_CancelledContextStopsIt(t *testing.T) {
+	watchdog(t, 20*time.Second)
+	w, _, el, _ := loopServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{}, 1)
+	if err := w.Schedule(el, ctx, gnet.RunnableFunc(func(context.Context) error {
+		ran <- struct{}{}
+		return nil
+	}), 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	time.Sleep(150 * time.Millisecond)
+	select {
+	case <-ran:
+		t.Fatal("ran although its context was cancelled before the delay")
+	default:
+	}
+	if n := w.Hierarchy().Len(); n != 1 { // the idle timer of loopServer's conn
+		t.Errorf("h.Len() = %d, want 1: cancelling stops the task's timer", n)
+	}
+}
+
+func TestAfterFunc_StopBeforeItRuns(t *testing.T) {
+	watchdog(t, 20*time.Second)
+	w, _, el, _ := loopServer(t)
+	ran := make(chan struct{}, 1)
+	task := w.AfterFunc(el, 50*time.Millisecond, func() { ran <- struct{}{} })
+	if !task.Stop() {
+		t.Fatal("Stop of an armed task = false, want true")
+	}
+	time.Sleep(150 * time.Millisecond)
+	select {
+	case <-ran:
+		t.Fatal("a stopped task ran")
+	default:
+	}
+	if task.Stop() {
+		t.Error("a second Stop = true, want false")
+	}
+}
+
+func TestAfterFunc_StopOnTheLoopAfterFiringCancelsTheRun(t *testing.T) {
+	// The task's timer fires while the loop is busy; the loop, before it
+	// reaches the queued run, stops the task: the run must not call f.
+	watchdog(t, 20*time.Second)
+	w, _, el, _ := loopServer(t)
+	ran := make(chan struct{}, 1)
+	task := w.AfterFunc(el, time.Hour, func() { ran <- struct{}{} })
+	stopped := make(chan bool, 1)
+	if err := el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		task.Reset(time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // the timer fires and its run queues behind this task
+		stopped <- task.Stop()
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if !<-stopped {
+		t.Fatal("Stop on the loop between firing and run = false, want true (guarantee 14)")
+	}
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-ran:
+		t.Fatal("f ran although the loop stopped the task before the run reached it")
+	default:
+	}
+}
+
+func TestEvery_RunsOnTheLoopEachPeriod(t *testing.T) {
+	watchdog(t, 20*time.Second)
+	w, _, el, loop := loopServer(t)
+	const period = 40 * time.Millisecond
+	got := make(chan ran, 16)
+	start := w.Hierarchy().Now()
+	task := w.Every(el, period, func() { got <- ran{w.Hierarchy().Now(), goid()} })
+	for k := 1; k <= 4; k++ {
+		r := <-got
+		if r.gid != loop {
+			t.Errorf("run %d on goroutine %d, not the loop's (%d)", k, r.gid, loop)
+		}
+		if due := start.Add(time.Duration(k) * period); r.at.Before(due) {
+			t.Errorf("run %d at %v, before its instant %v", k, r.at.Sub(start), due.Sub(start))
+		}
+	}
+	if !task.Stop() {
+		t.Error("Stop of a periodic task = false, want true")
+	}
+	time.Sleep(2 * period)
+	for len(got) > 0 { // a run on its way when Stop came
+		<-got
+	}
+	time.Sleep(3 * period)
+	if len(got) != 0 {
+		t.Error("a periodic task ran on after Stop")
+	}
+	task.ResetEvery(period) // re-armed by value: runs again
+	if r := <-got; r.gid != loop {
+		t.Errorf("after ResetEvery, ran on goroutine %d, not the loop's", r.gid)
+	}
+	task.Stop()
+}
