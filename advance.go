@@ -49,8 +49,8 @@ func (h *Hierarchy) Advance() int {
 }
 
 // endAdvance moves every shard's now to target, unless it is there already,
-// and ends the Advance. The frontier is cleared only after: a lock-free
-// Reset that reads it cleared then reads a now at least as far.
+// and ends the Advance. The frontier is cleared only after: a re-arm that
+// reads it cleared (see Timer.resetTo) then reads a now at least as far.
 func (h *Hierarchy) endAdvance(target int64) {
 	for _, s := range h.shards {
 		s.lock()
