@@ -797,11 +797,12 @@ func TestConcurrentChurn(t *testing.T) {
 }
 
 // TestStress_RealClockDriver has 8 goroutines arm, stop and re-arm short
-// timers (1–50ms) on the real clock for a while, with the driver running.
+// timers (1–50ms) on the real clock for a while (1s; 2s with
+// TIMINGWHEEL_LONG=1), with the driver running.
 // Every arming ends exactly once: fired, or cancelled by a Stop or Reset
 // that returned true; never both, never twice.
 func TestStress_RealClockDriver(t *testing.T) {
-	run := 2 * time.Second
+	run := volume(time.Second, 2*time.Second)
 	if testing.Short() {
 		run = 300 * time.Millisecond
 	}

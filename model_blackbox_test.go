@@ -66,6 +66,11 @@ func (c *rvClock) Set(t time.Time) {
 	c.mu.Unlock()
 }
 
+// rvLong reports whether TIMINGWHEEL_LONG=1 asks for the long volumes, like
+// long in long_test.go (which this package cannot see): every model seed
+// and the full concurrent run. The default run takes fewer.
+func rvLong() bool { return os.Getenv("TIMINGWHEEL_LONG") == "1" }
+
 // rvWatchdog fails the test with what if done is not closed within d.
 func rvWatchdog(t *testing.T, d time.Duration, what string) (done func()) {
 	t.Helper()
@@ -414,7 +419,11 @@ func TestBlackbox_Model(t *testing.T) {
 		t.Run(cfg.name, func(t *testing.T) {
 			done := rvWatchdog(t, 60*time.Second, "model run "+cfg.name)
 			defer done()
-			for seed := int64(1); seed <= 4; seed++ {
+			seeds := int64(1) // each configuration's first seed; all 4 with TIMINGWHEEL_LONG=1
+			if rvLong() {
+				seeds = 4
+			}
+			for seed := int64(1); seed <= seeds; seed++ {
 				rvModelRun(t, cfg, seed, 1500)
 			}
 		})
@@ -633,7 +642,11 @@ func TestBlackbox_CallbackModel(t *testing.T) {
 		t.Run(cfg.name, func(t *testing.T) {
 			done := rvWatchdog(t, 60*time.Second, "callback model "+cfg.name)
 			defer done()
-			for seed := int64(1); seed <= 5; seed++ {
+			seeds := int64(2) // all 5 with TIMINGWHEEL_LONG=1
+			if rvLong() {
+				seeds = 5
+			}
+			for seed := int64(1); seed <= seeds; seed++ {
 				rvCallbackModelRun(t, cfg, seed, 1200)
 			}
 		})
@@ -858,7 +871,11 @@ func TestBlackbox_ConcurrentExactlyOnce(t *testing.T) {
 		t.Run(fmt.Sprintf("shards=%d,parallel=%v", c.shards, c.parallel), func(t *testing.T) {
 			done := rvWatchdog(t, 60*time.Second, "concurrent exactly-once run")
 			defer done()
-			rvConcurrentRun(t, c.shards, c.parallel, 1500*time.Millisecond)
+			run := 500 * time.Millisecond // of real time; 1.5s with TIMINGWHEEL_LONG=1
+			if rvLong() {
+				run = 1500 * time.Millisecond
+			}
+			rvConcurrentRun(t, c.shards, c.parallel, run)
 		})
 	}
 }

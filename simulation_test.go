@@ -788,16 +788,20 @@ func (s *sim) watchedRun(t *testing.T) {
 	mustProgress(t, 20*time.Second, "the script "+s.desc, &s.progress, s.run)
 }
 
-// simOps is the number of operations per (layout, seed) run.
+// simOps is the number of seeds per layout and of operations per (layout,
+// seed) run. The default run keeps the scripts' length, so they reach as
+// deep, and runs fewer seeds; TIMINGWHEEL_LONG=1 runs all 25 (about 10 times
+// as long: minutes under the race detector on 2 cores).
 func simOps() (seeds, ops int) {
 	if testing.Short() {
 		return 4, 3000
 	}
-	return 25, 6000
+	return volume(3, 25), 6000
 }
 
-// TestSimulation runs seeded random scripts on every layout. At the default
-// size it checks 7 layouts x 25 seeds x 6000 operations (over 10^6).
+// TestSimulation runs seeded random scripts on every layout. With
+// TIMINGWHEEL_LONG=1 it checks 10 layouts x 25 seeds x 6000 operations
+// (1.5 x 10^6); by default 3 seeds a layout.
 func TestSimulation(t *testing.T) {
 	seeds, ops := simOps()
 	total := 0
