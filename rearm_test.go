@@ -205,3 +205,61 @@ func TestReArm_FiredTimerKeepsNoReference(t *testing.T) {
 	assert.Nil(t, w.Value(), "the hierarchy still refers to a fired timer's callback state")
 	runtime.KeepAlive(h)
 }
+
+// gatedClock is a fakeClock whose next reading, once gate is called, waits
+// until the returned release is called.
+type gatedClock struct {
+	*fakeClock
+	mu      sync.Mutex
+	held    chan struct{} // closed when a reading is held
+	release chan struct{}
+}
+
+func (c *gatedClock) Since(t time.Time) time.Duration {
+	c.mu.Lock()
+	held, release := c.held, c.release
+	c.held, c.release = nil, nil
+	c.mu.Unlock()
+	if held != nil {
+		close(held)
+		<-release
+	}
+	return c.fakeClock.Since(t)
+}
+
+func (c *gatedClock) gate() (held <-chan struct{}, release func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, r := make(chan struct{}), make(chan struct{})
+	c.held, c.release = h, r
+	var once sync.Once
+	return h, func() { once.Do(func() { close(r) }) }
+}
+
+// TestReArm_DeadlineWaitsForAReArmInProgress: a Reset reads the clock and
+// stores its deadline under the shard's lock, and Deadline reads under it
+// too, so no Deadline returns the old deadline once the Reset has read the
+// clock (its reading lies before the Deadline call: a history with the
+// Reset first would show the old value after it).
+func TestReArm_DeadlineWaitsForAReArmInProgress(t *testing.T) {
+	clk := &gatedClock{fakeClock: newFakeClock()}
+	h, err := New(WithClock(clk), WithShards(1))
+	require.NoError(t, err)
+	start := clk.Now()
+	tm := h.AfterFunc(time.Hour, func() {})
+	held, release := clk.gate()
+	t.Cleanup(release)
+	resetDone := make(chan bool, 1)
+	go func() { resetDone <- tm.Reset(time.Minute) }()
+	recvWithin(t, 5*time.Second, held, "the Reset's clock reading")
+	got := make(chan time.Time, 1)
+	go func() { got <- tm.Deadline() }()
+	select {
+	case d := <-got:
+		t.Fatalf("Deadline returned %v while a Reset that had read the clock was in progress", d.Sub(start))
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	assert.True(t, recvWithin(t, 5*time.Second, resetDone, "the Reset"))
+	assert.Equal(t, start.Add(time.Minute), recvWithin(t, 5*time.Second, got, "Deadline, after the Reset"))
+}

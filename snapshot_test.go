@@ -87,3 +87,59 @@ func TestSnapshot_TimeoutsLenIsOneInstant(t *testing.T) {
 	waitWithin(t, 10*time.Second, &wg, "the hand-offs")
 	assert.Empty(t, bad, "Len reported counts the set never had")
 }
+
+// TestSnapshot_NextHoldsEveryShardAtOnce pins how Next gets its one
+// instant: while it waits for one shard's lock it still holds the others'.
+func TestSnapshot_NextHoldsEveryShardAtOnce(t *testing.T) {
+	h, clk := newFake(t, WithShards(2))
+	s0, s1 := h.shards[0], h.shards[1]
+	h.pick = func() *shard { return s0 }
+	h.AtFunc(clk.Now().Add(time.Second), func() {})
+	s1.lock()
+	done := make(chan bool, 1)
+	go func() { _, ok := h.Next(); done <- ok }()
+	deadline := time.Now().Add(5 * time.Second)
+	for s1.waiting.Load() == 0 {
+		if time.Now().After(deadline) {
+			s1.mu.Unlock()
+			t.Fatal("hung: Next never waited for the held shard")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	held := !s0.mu.TryLock()
+	if !held {
+		s0.mu.Unlock()
+	}
+	s1.mu.Unlock()
+	assert.True(t, held, "Next let shard 0 go before it had shard 1: its answer is not one instant")
+	assert.True(t, recvWithin(t, 5*time.Second, done, "Next, once the shard was free"))
+}
+
+// TestSnapshot_TimeoutsLenHoldsEveryShardAtOnce: likewise for
+// Timeouts.Len, over the set's own shards.
+func TestSnapshot_TimeoutsLenHoldsEveryShardAtOnce(t *testing.T) {
+	h, _ := newFake(t)
+	s := NewTimeouts(h, func(int) {})
+	last := &s.shards[timeoutShards-1]
+	last.mu.Lock()
+	done := make(chan int, 1)
+	go func() { done <- s.Len() }()
+	first := &s.shards[0]
+	deadline := time.Now().Add(2 * time.Second)
+	for first.mu.TryLock() { // until Len holds the first shard
+		first.mu.Unlock()
+		if time.Now().After(deadline) {
+			last.mu.Unlock()
+			t.Fatal("Len did not hold the first shard while it waited 2s for the last: its count is not one instant (or Len never started)")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // Len now waits for the last shard
+	held := !first.mu.TryLock()
+	if !held {
+		first.mu.Unlock()
+	}
+	last.mu.Unlock()
+	assert.True(t, held, "Len let the first shard go while it waited for the last: its count is not one instant")
+	assert.Equal(t, 0, recvWithin(t, 5*time.Second, done, "Len, once the shard was free"))
+}
