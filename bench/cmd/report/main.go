@@ -78,6 +78,10 @@ var groups = []group{
 	{"pauses-2", `^BenchmarkStall$`, "2", true, "7"},
 }
 
+// keepMarker starts the part of the report that cmd/report does not write:
+// sections measured by commands of their own, each saying its command.
+const keepMarker = "<!-- Sections below are measured by the commands they give; cmd/report keeps them as they are. -->"
+
 // optionalTags are build tags that add benchmarks of library features that
 // are newer than some library versions.
 var optionalTags = []string{"idleconn", "parallelcallbacks"}
@@ -206,6 +210,13 @@ func main() {
 		plots["scaling"] = rel(*scalePNG)
 	}
 	doc := parseMeta(string(data)).markdown(res, tables, plots)
+	// Sections measured by commands of their own (the newer features'
+	// benchmarks) follow keepMarker; a report keeps them as they are.
+	if old, err := os.ReadFile(abs(*md)); err == nil {
+		if i := strings.Index(string(old), keepMarker); i >= 0 {
+			doc = strings.TrimRight(doc, "\n") + "\n\n" + string(old[i:])
+		}
+	}
 	if err := os.MkdirAll(filepath.Dir(abs(*md)), 0o755); err != nil {
 		log.Fatal(err)
 	}
