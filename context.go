@@ -41,14 +41,21 @@ func (h *Hierarchy) WithTimeout(parent context.Context, d time.Duration) (contex
 // of package context report DeadlineExceeded too when its deadline passes.
 //
 // The context holds its timer by value: creating one costs two
-// allocations, one more when Done is first called. When parent is
-// [context.Background], [context.TODO], a context of package context or
-// one returned by these methods, no goroutine is started per context
-// (under a parent of package context that can be cancelled, see
-// [context.AfterFunc], one starts only if parent is cancelled while the
-// context is still live). Cancelling stops the timer and unregisters the
-// context from its parent at once: the hierarchy keeps no reference to a
-// cancelled context. Calling cancel again does nothing.
+// allocations, one more when Done is first called (and, under a parent of
+// package context that can be cancelled, the two of [context.AfterFunc]
+// once something waits for the context). It asks a parent that
+// can be done to tell it of its end only once something waits for the
+// context (its Done is called, an AfterFunc or a derived context is
+// registered with it); until then Err asks the parent, so a parent's end
+// reaches the context either way, and a context that is only checked with
+// Err costs its parent nothing. When parent is [context.Background],
+// [context.TODO], a context of package context or one returned by these
+// methods, no goroutine is started per context (under a parent of package
+// context, [context.AfterFunc] tells the context, and starts a goroutine
+// for that only when the parent ends while the context waits). Cancelling
+// stops the timer and unregisters the context from its parent at once:
+// the hierarchy keeps no reference to a cancelled context. Calling cancel
+// again does nothing.
 //
 // WithDeadline panics if parent is nil, as [context.WithDeadline] does.
 func (h *Hierarchy) WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
@@ -75,21 +82,23 @@ type deadlineCtx struct {
 	parent   context.Context
 	deadline time.Time
 
-	mu sync.Mutex // guards armed and the kids list
+	mu sync.Mutex // guards armed, the registration with the parent, and the kids list
 	// state is a ctx constant. It leaves ctxLive once, with mu held,
-	// after done is closed.
+	// just before done is closed.
 	state atomic.Uint32
 	own   bool // deadline is the context's own, not the parent's earlier one
 	armed bool // t was armed
-	// watched is set when the parent can be done: c ends with it. With
-	// upOwn, c is a kid of the deadlineCtx that is or is under the parent,
-	// linked by node; otherwise context.AfterFunc(parent) calls c.stop and
-	// stopUp undoes that.
-	watched, upOwn bool
-	done           atomic.Value // of chan struct{}, made by the first Done
-	node           afterNode    // c's entry among its parent's kids (upOwn)
-	kids           *afterNode   // funcs to call when done: kids of this type, and AfterFunc's
-	stopUp         func() bool
+	// watched is set when the parent can be done. Err and stop ask the
+	// parent then; the parent is asked to tell c only once something could
+	// wait for c (Done, AfterFunc, a kid: see watchLocked), which sets
+	// registered. Then either context.AfterFunc(parent) calls c.stop and
+	// stopUp undoes that, or, with stopUp nil, c is a kid of the
+	// deadlineCtx that is or is under the parent, linked by node.
+	watched, registered bool
+	done                atomic.Value // of chan struct{}, made by the first Done
+	node                afterNode    // c's entry among its parent's kids
+	kids                *afterNode   // funcs to call when done: kids of this type, and AfterFunc's
+	stopUp              func() bool
 }
 
 // An afterNode is one func to call when a deadlineCtx is done, in a list
@@ -164,11 +173,8 @@ func (h *Hierarchy) withDeadline(method string, parent context.Context, deadline
 		return c, c.t.f
 	}
 	if canEnd(parent) {
-		// mu is held until c is set up: the parent may end, and call
-		// c.stop, meanwhile.
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if !c.watchLocked(parent) {
+		c.watched = true
+		if parent.Err() != nil {
 			c.t.Init(h, c.t.f)
 			c.state.Store(ctxParent)
 			return c, c.t.f
@@ -191,10 +197,17 @@ func canEnd(parent context.Context) bool {
 	return parent.Done() != nil
 }
 
-// watchLocked arranges for c to end when parent, which can be done, is
-// done, with no goroutine for parents of package context and of this one.
-// It reports false if parent is done already. c.mu is held.
-func (c *deadlineCtx) watchLocked(parent context.Context) bool {
+// watchLocked asks c's parent, if it can be done, to tell c when it is,
+// unless it was asked already: with no goroutine for parents of package
+// context and of this one. Until then, c asks its parent when it needs to
+// know (Err, stop): a context whose Done is never called, with no kids,
+// costs its parent nothing. watchLocked reports false if the parent is
+// done already. c.mu is held and c is live.
+func (c *deadlineCtx) watchLocked() bool {
+	if !c.watched || c.registered {
+		return true
+	}
+	parent := c.parent
 	if p, ok := parent.(*deadlineCtx); ok {
 		return c.linkUpLocked(p)
 	}
@@ -212,28 +225,34 @@ func (c *deadlineCtx) watchLocked(parent context.Context) bool {
 	// registers c.stop among parent's children when parent is one of
 	// package context's own, and with parent's AfterFunc method if it has
 	// one. Otherwise context.AfterFunc starts a goroutine that waits for
-	// parent, as context.WithDeadline would.
-	c.watched = true
+	// parent, as context.WithDeadline would. It never calls c.stop before
+	// it returns, so c.mu may be held.
 	c.stopUp = context.AfterFunc(parent, c.t.f)
+	c.registered = true
 	return true
 }
 
 // linkUpLocked makes c a kid of p, unless p is done: then it reports
 // false. c.mu is held; it takes p.mu (always in that order: a kid's lock,
-// then its parent's).
+// then its parent's), and has p watch its own parent first.
 func (c *deadlineCtx) linkUpLocked(p *deadlineCtx) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	if p.state.Load() == ctxLive && !p.watchLocked() {
+		p.finishLocked(ctxParent)
+		return false
+	}
 	if p.state.Load() != ctxLive {
+		p.mu.Unlock()
 		return false
 	}
 	c.node.f = c.t.f
 	p.linkLocked(&c.node)
-	c.watched, c.upOwn = true, true
+	c.registered = true
+	p.mu.Unlock()
 	return true
 }
 
-// up returns the deadlineCtx c is a kid of (upOwn).
+// up returns the deadlineCtx c is a kid of.
 func (c *deadlineCtx) up() *deadlineCtx {
 	if p, ok := c.parent.(*deadlineCtx); ok {
 		return p
@@ -262,41 +281,48 @@ func (c *deadlineCtx) stop() {
 	if c.state.Load() != ctxLive {
 		return
 	}
+	// Ask the parent before taking c.mu: a parent of this package that
+	// learns here that its own parent is done ends, and calls its kids,
+	// c among them.
+	parentDone := c.watched && c.parent.Err() != nil
 	c.mu.Lock()
 	if c.state.Load() != ctxLive {
 		c.mu.Unlock()
 		return
 	}
 	st := uint32(ctxCanceled)
-	if c.watched && c.parent.Err() != nil {
+	if parentDone {
 		st = ctxParent
-		if c.armed {
-			c.t.Stop()
-		}
 	} else if c.armed && !c.t.Stop() {
 		st = ctxExpired
 	}
 	c.finishLocked(st)
 }
 
-// finishLocked ends c in state st: it closes Done, unlocks c.mu,
-// unregisters c from its parent, and calls the funcs of c's kids, on this
-// goroutine. c.mu is held and c is live.
+// finishLocked ends c in state st: it closes Done, unlocks c.mu, stops
+// c's timer (for ctxParent; stop has for the others), unregisters c from
+// its parent, and calls the funcs of c's kids, on this goroutine. c.mu is
+// held and c is live.
 func (c *deadlineCtx) finishLocked(st uint32) {
+	if st == ctxParent && c.armed {
+		c.t.Stop()
+	}
+	// The state first: Done closes once Err reports the end, never
+	// before (Err waits for the close, which follows at once).
+	c.state.Store(st)
 	if d, _ := c.done.Load().(chan struct{}); d != nil {
 		close(d)
 	}
-	c.state.Store(st)
 	kids := c.kids
 	c.kids = nil
 	c.mu.Unlock()
 
 	// A parent that is done has dropped c already.
-	if st != ctxParent {
-		if c.upOwn {
-			c.up().unlink(&c.node)
-		} else if c.stopUp != nil {
+	if c.registered && st != ctxParent {
+		if c.stopUp != nil {
 			c.stopUp()
+		} else {
+			c.up().unlink(&c.node)
 		}
 	}
 	// The list is c's alone now: unlink and AfterFunc see c done and leave
@@ -350,26 +376,28 @@ func (c *deadlineCtx) Deadline() (deadline time.Time, ok bool) {
 
 // Done returns a channel that is closed when the context is done. The
 // channel is made by the first call, so a context whose Done is never
-// called costs no channel. A channel made before the parent of package
-// context is cancelled closes once the parent's [context.AfterFunc] has
-// run (at once if Err is called first); one made after is closed already.
+// called costs no channel. The first call also asks a parent that can be
+// done to tell the context when it is (see [context.AfterFunc]); until
+// then Err asks the parent itself.
 func (c *deadlineCtx) Done() <-chan struct{} {
 	if d := c.done.Load(); d != nil {
 		return d.(chan struct{})
 	}
-	if c.state.Load() == ctxLive && c.watched && c.parent.Err() != nil {
-		c.stop() // the parent is done, and has not told c yet
-	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if d := c.done.Load(); d != nil {
+		c.mu.Unlock()
 		return d.(chan struct{})
+	}
+	if c.state.Load() == ctxLive && !c.watchLocked() {
+		c.finishLocked(ctxParent)
+		c.mu.Lock()
 	}
 	d := closedchan
 	if c.state.Load() == ctxLive {
 		d = make(chan struct{})
 	}
 	c.done.Store(d)
+	c.mu.Unlock()
 	return d
 }
 
@@ -379,13 +407,18 @@ func (c *deadlineCtx) Done() <-chan struct{} {
 // Err returns an error, Done is closed. Err notices a parent that is done
 // at once, without waiting for the parent to notify the context.
 func (c *deadlineCtx) Err() error {
-	switch c.state.Load() {
-	case ctxLive:
-		if c.watched && c.parent.Err() != nil {
-			c.stop()
-			return c.Err()
+	st := c.state.Load()
+	if st == ctxLive {
+		if !c.watched || c.parent.Err() == nil {
+			return nil
 		}
-		return nil
+		c.stop()
+		st = c.state.Load()
+	}
+	if d, _ := c.done.Load().(chan struct{}); d != nil {
+		<-d // closed by now, or in a moment: see finishLocked
+	}
+	switch st {
 	case ctxCanceled:
 		return context.Canceled
 	case ctxExpired:
@@ -423,6 +456,10 @@ func (c *deadlineCtx) Value(key any) any {
 // goroutine of its own.
 func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
 	c.mu.Lock()
+	if c.state.Load() == ctxLive && !c.watchLocked() {
+		c.finishLocked(ctxParent)
+		c.mu.Lock()
+	}
 	if c.state.Load() != ctxLive {
 		c.mu.Unlock()
 		go f()

@@ -421,7 +421,9 @@ func TestWithTimeout_StandardChildrenGetDeadlineExceeded(t *testing.T) {
 	called := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() { close(called) })
 	defer stop()
-	assert.Equal(t, 5, kids(ctx), "registrations with the context: 3 children, AfterFunc, the child under WithValue")
+	assert.Equal(t, 4, kids(ctx), "registrations with the context: 3 children and AfterFunc")
+	ownChild.Done() // registers it, through the WithValue wrapper
+	assert.Equal(t, 5, kids(ctx), "registrations once the child of this package under WithValue waits")
 
 	for _, c := range []context.Context{cancelChild, causeChild, timerChild, valueChild, grandchild, ownChild} {
 		assertLive(t, c, fmt.Sprint(c))
@@ -444,6 +446,7 @@ func TestWithTimeout_StandardChildCancelUnregisters(t *testing.T) {
 	_, c2 := context.WithTimeout(ctx, time.Minute)
 	stop := context.AfterFunc(ctx, func() { t.Error("AfterFunc's func called after stop") })
 	own, c3 := h.WithTimeout(ctx, time.Minute)
+	own.Done()
 	assert.Equal(t, 4, kids(ctx))
 	c1()
 	c2()
@@ -463,7 +466,9 @@ func TestWithTimeout_ChildOfThisPackage(t *testing.T) {
 	h, clk := newFake(t)
 	parent, pcancel := h.WithTimeout(context.Background(), time.Hour)
 	child, cancel := h.WithTimeout(parent, time.Minute)
-	assert.Equal(t, 1, kids(parent))
+	assert.Zero(t, kids(parent), "kids before anything waits for the child")
+	child.Done()
+	assert.Equal(t, 1, kids(parent), "kids once the child's Done was called")
 	assert.Equal(t, 2, h.Len())
 	cancel()
 	assertEnded(t, child, context.Canceled, context.Canceled, "child cancelled")
@@ -486,6 +491,79 @@ func TestWithTimeout_ChildOfThisPackage(t *testing.T) {
 	assertEnded(t, child, context.DeadlineExceeded, context.DeadlineExceeded, "child of an expired parent")
 }
 
+// TestWithTimeout_ParentToldOnlyWhenWaitedFor: a context asks its parent
+// to tell it of its end only once something waits for the context (Done,
+// AfterFunc, a kid); until then Err and Cause ask the parent, so the end
+// of the parent reaches it all the same.
+func TestWithTimeout_ParentToldOnlyWhenWaitedFor(t *testing.T) {
+	h, _ := newFake(t)
+	cause := errors.New("parent's cause")
+	for _, tt := range []struct {
+		name   string
+		parent func() (context.Context, func())
+	}{
+		{"parent of package context", func() (context.Context, func()) {
+			p, cancel := context.WithCancelCause(context.Background())
+			return p, func() { cancel(cause) }
+		}},
+		{"parent of this package", func() (context.Context, func()) {
+			p, cancel := context.WithCancelCause(context.Background())
+			own, ocancel := h.WithTimeout(p, time.Hour)
+			t.Cleanup(ocancel)
+			return own, func() { cancel(cause) }
+		}},
+		{"custom parent with AfterFunc", func() (context.Context, func()) {
+			p := &customCtx{done: make(chan struct{})}
+			return p, func() { p.cancel(context.Canceled) }
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			parent, cancelParent := tt.parent()
+			ctx, cancel := h.WithTimeout(parent, time.Hour)
+			defer cancel()
+			if p, ok := parent.(*deadlineCtx); ok {
+				assert.Zero(t, kids(p), "kids of the parent before anything waits")
+			}
+			if p, ok := parent.(*customCtx); ok {
+				assert.Zero(t, p.registered(), "funcs registered with the parent before anything waits")
+			}
+			cancelParent()
+			wantCause := cause
+			if _, ok := parent.(*customCtx); ok {
+				wantCause = context.Canceled
+			}
+			assert.Equal(t, context.Canceled, ctx.Err(), "Err after the parent's end")
+			assert.Equal(t, wantCause, context.Cause(ctx), "Cause after the parent's end")
+			assert.True(t, isDone(ctx), "Done after the parent's end")
+			cancel()
+			assert.Equal(t, context.Canceled, ctx.Err(), "Err after cancel too")
+		})
+	}
+	assert.Zero(t, h.Len(), "timers armed")
+}
+
+// TestWithTimeout_CancelWhileParentLearnsOfItsEnd is the regression test
+// for a cancel that asked its parent, of this package, whether it was done
+// while holding the child's lock: the parent, learning there that its own
+// parent had ended, ended too and called the child, which waited for its
+// own lock. The grandparent here never tells its AfterFuncs, so only the
+// asking ends the parent.
+func TestWithTimeout_CancelWhileParentLearnsOfItsEnd(t *testing.T) {
+	h, _ := newFake(t)
+	grandparent := &customCtx{done: make(chan struct{}), silent: true}
+	parent, pcancel := h.WithTimeout(grandparent, time.Hour)
+	defer pcancel()
+	child, cancel := h.WithTimeout(parent, time.Hour)
+	child.Done() // links child to parent, and parent to the grandparent
+	grandparent.cancel(context.Canceled)
+	cancelled := make(chan struct{})
+	go func() { cancel(); close(cancelled) }()
+	watchdog(t, 5*time.Second, "cancel of a child whose parent learns in it that its parent ended", cancelled)
+	assertEnded(t, child, context.Canceled, context.Canceled, "child")
+	assertEnded(t, parent, context.Canceled, context.Canceled, "parent")
+	assert.Zero(t, h.Len())
+}
+
 // TestWithTimeout_ManyUnderOneParent: many contexts, of both packages,
 // under one parent of each package; cancelling the parent ends them all.
 func TestWithTimeout_ManyUnderOneParent(t *testing.T) {
@@ -498,6 +576,9 @@ func TestWithTimeout_ManyUnderOneParent(t *testing.T) {
 		for _, p := range []context.Context{std, own} {
 			c, cancel := h.WithTimeout(p, time.Duration(i+1)*time.Millisecond)
 			defer cancel()
+			if i%2 == 0 {
+				c.Done() // half of them wait, and so are registered
+			}
 			ctxs = append(ctxs, c)
 		}
 		c, cancel := context.WithCancel(own)
@@ -505,7 +586,7 @@ func TestWithTimeout_ManyUnderOneParent(t *testing.T) {
 		ctxs = append(ctxs, c)
 	}
 	assert.Equal(t, 2*n+1, h.Len())
-	assert.Equal(t, 2*n, kids(own))
+	assert.Equal(t, n+n/2, kids(own), "kids: the standard children, and the waiting half of this package's")
 	scancel()
 	ocancel()
 	for i, c := range ctxs {
@@ -540,6 +621,33 @@ func TestWithTimeout_ErrImpliesDone(t *testing.T) {
 		}
 		cancel()
 	}
+}
+
+// TestWithTimeout_DoneImpliesErr: once Done is closed, Err and Cause
+// report the end, also for a context the driver ends while its Done is
+// being waited for. (The example server once saw Done closed and Cause
+// nil: the end was recorded after the close.)
+func TestWithTimeout_DoneImpliesErr(t *testing.T) {
+	h, err := New()
+	require.NoError(t, err)
+	h.Start()
+	defer h.Stop()
+	var wg sync.WaitGroup
+	var bad atomic.Int32
+	for i := range 100 {
+		wg.Go(func() {
+			ctx, cancel := h.WithTimeout(context.Background(), time.Duration(i%3)*time.Millisecond)
+			defer cancel()
+			<-ctx.Done()
+			if ctx.Err() == nil || context.Cause(ctx) == nil {
+				bad.Add(1)
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	watchdog(t, 10*time.Second, "contexts of 0-2ms on the driver", done)
+	assert.Zero(t, bad.Load(), "contexts whose Done was closed while Err or Cause was nil")
 }
 
 func TestWithTimeout_String(t *testing.T) {
@@ -624,8 +732,7 @@ func goroutinesSettle() int {
 func TestWithTimeout_NoGoroutinePerContext(t *testing.T) {
 	const n = 200
 	h, _ := newFake(t)
-	std, scancel := context.WithCancel(context.Background())
-	defer scancel()
+	std := t.Context()
 	own, ocancel := h.WithTimeout(context.Background(), time.Hour)
 	defer ocancel()
 	type key struct{}
@@ -666,8 +773,9 @@ func TestWithTimeout_ParentNotOfPackageContext(t *testing.T) {
 			}
 			ctx, cancel := h.WithTimeout(parent, time.Hour)
 			defer cancel()
+			ctx.Done()
 			if withAfterFunc {
-				assert.Equal(t, 1, p.registered(), "funcs registered with the parent")
+				assert.Equal(t, 1, p.registered(), "funcs registered with the parent once Done was called")
 			}
 			p.cancel(context.Canceled)
 			waitDone(t, ctx, "child of a cancelled custom parent")
@@ -675,6 +783,7 @@ func TestWithTimeout_ParentNotOfPackageContext(t *testing.T) {
 			assert.Zero(t, h.Len())
 
 			ctx, cancel = h.WithTimeout(&customCtx{done: make(chan struct{})}, time.Hour)
+			ctx.Done()
 			cancel()
 			if withAfterFunc {
 				assert.Zero(t, ctx.(*deadlineCtx).parent.(*customCtx).registered(), "funcs registered after the child's cancel")
@@ -683,12 +792,14 @@ func TestWithTimeout_ParentNotOfPackageContext(t *testing.T) {
 	}
 }
 
-// customCtx is a context of no package, with an AfterFunc method.
+// customCtx is a context of no package, with an AfterFunc method. A
+// silent one never calls the funcs registered with it.
 type customCtx struct {
-	mu    sync.Mutex
-	done  chan struct{}
-	err   error
-	funcs map[*int]func()
+	mu     sync.Mutex
+	done   chan struct{}
+	err    error
+	funcs  map[*int]func()
+	silent bool
 }
 
 func (c *customCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
@@ -730,7 +841,9 @@ func (c *customCtx) cancel(err error) {
 	c.err = err
 	close(c.done)
 	for _, f := range c.funcs {
-		go f()
+		if !c.silent {
+			go f()
+		}
 	}
 	c.funcs = nil
 }
@@ -841,8 +954,7 @@ func TestWithTimeout_DriverInSynctestBubble(t *testing.T) {
 // the hierarchy nor by their parent: the garbage collector frees them.
 func TestWithTimeout_NoLeakAfterCancel(t *testing.T) {
 	h, _ := newFake(t)
-	parent, pcancel := context.WithCancel(context.Background())
-	defer pcancel()
+	parent := t.Context()
 	var freed atomic.Int32
 	const n = 100
 	for range n {
