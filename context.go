@@ -1,0 +1,495 @@
+package timingwheel
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// WithTimeout returns WithDeadline(parent, h.Now().Add(d)).
+//
+// Cancelling the context releases its timer at once, so code should call
+// cancel as soon as the work done under the context completes:
+//
+//	ctx, cancel := h.WithTimeout(r.Context(), 200*time.Millisecond)
+//	defer cancel()
+func (h *Hierarchy) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	h.mustBeMade("WithTimeout")
+	e := h.elapsed()
+	return h.withDeadline("WithTimeout", parent, h.origin.Add(time.Duration(e)).Add(d), clampDeadline(satAdd(e, int64(d))), e)
+}
+
+// WithDeadline is a drop-in for [context.WithDeadline] whose deadline is
+// kept by h instead of by a runtime timer. It returns a context derived
+// from parent whose Done channel is closed when deadline passes on h's
+// clock, when the returned cancel function is called, or when parent is
+// done, whichever happens first. Its Deadline is the earlier of deadline
+// and parent's; its Value is parent's.
+//
+// Once deadline has passed, Err and [context.Cause] return
+// [context.DeadlineExceeded]; after cancel, [context.Canceled]; after
+// parent is done, parent's Err and Cause. The deadline is enforced by h:
+// never before deadline, and within a tick plus the driver's wake-up after
+// it (with a [clock.Mock], on the first [Hierarchy.Advance] whose clock has
+// reached deadline rounded up to the tick). So h must be driven, by
+// [Hierarchy.Start] or the caller's own Advance loop. A deadline that h's
+// clock has already reached returns a context that is done at once, with
+// no timer armed. Contexts derived from the returned one by the functions
+// of package context report DeadlineExceeded too when its deadline passes.
+//
+// The context holds its timer by value: creating one costs two
+// allocations, one more when Done is first called (and, under a parent of
+// package context that can be cancelled, the two of [context.AfterFunc]
+// once something waits for the context). It asks a parent that
+// can be done to tell it of its end only once something waits for the
+// context (its Done is called, an AfterFunc or a derived context is
+// registered with it); until then Err asks the parent, so a parent's end
+// reaches the context either way, and a context that is only checked with
+// Err costs its parent nothing. When parent is [context.Background],
+// [context.TODO], a context of package context or one returned by these
+// methods, no goroutine is started per context (under a parent of package
+// context, [context.AfterFunc] tells the context, and starts a goroutine
+// for that only when the parent ends while the context waits). Cancelling
+// stops the timer and unregisters the context from its parent at once:
+// the hierarchy keeps no reference to a cancelled context. Calling cancel
+// again does nothing.
+//
+// WithDeadline panics if parent is nil, as [context.WithDeadline] does.
+func (h *Hierarchy) WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	h.mustBeMade("WithDeadline")
+	return h.withDeadline("WithDeadline", parent, deadline, h.offset(deadline), h.elapsed())
+}
+
+// States of a deadlineCtx.
+const (
+	ctxLive     = iota
+	ctxCanceled // its cancel func was called
+	ctxExpired  // its own deadline passed
+	ctxParent   // its parent was done first
+)
+
+// A deadlineCtx is the context of WithDeadline and WithTimeout: one
+// allocation holding its timer and everything else, plus one for t.f, the
+// single func value that serves as the timer's callback, as the
+// CancelFunc returned to the caller, and as the func its parent calls
+// when it is done (see stop). Err and Cause are not stored: they follow
+// from the state and the parent.
+type deadlineCtx struct {
+	t        Timer // armed with the deadline, when the deadline is the context's own; t.f is c.stop
+	parent   context.Context
+	deadline time.Time
+
+	mu sync.Mutex // guards armed, the registration with the parent, and the kids list
+	// state is a ctx constant. It leaves ctxLive once, with mu held,
+	// just before done is closed.
+	state atomic.Uint32
+	own   bool // deadline is the context's own, not the parent's earlier one
+	armed bool // t was armed
+	// watched is set when the parent can be done. Err and stop ask the
+	// parent then; the parent is asked to tell c only once something could
+	// wait for c (Done, AfterFunc, a kid: see watchLocked), which sets
+	// registered. Then either context.AfterFunc(parent) calls c.stop and
+	// stopUp undoes that, or, with stopUp nil, c is a kid of the
+	// deadlineCtx that is or is under the parent, linked by node.
+	watched, registered bool
+	done                atomic.Value // of chan struct{}, made by the first Done
+	node                afterNode    // c's entry among its parent's kids
+	kids                *afterNode   // funcs to call when done: kids of this type, and AfterFunc's
+	stopUp              func() bool
+}
+
+// An afterNode is one func to call when a deadlineCtx is done, in a list
+// of them. A node is linked when it is the head of its list or has a prev.
+type afterNode struct {
+	next, prev *afterNode
+	f          func()
+}
+
+// closedchan is the Done channel of a context that was done before Done
+// was first called.
+var closedchan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// deadlineCtxKey is the key under which a deadlineCtx returns itself from
+// Value, so that one under a wrapper (context.WithValue) is found too.
+type deadlineCtxKey struct{}
+
+// cancelCtxKey is the key under which the context package's own
+// cancellable contexts return themselves from Value. context.Cause looks a
+// context's cause up under it, through Value; a deadlineCtx that ended by
+// its own deadline or cancel answers nil for it, so that Cause is its own
+// Err and not the cause of an ancestor cancelled later. The key is
+// unexported, so it is learnt by asking Cause about a context that
+// records the key it is asked for. If a future Go looks causes up another
+// way, the key stays nil and Cause falls back to that Go's own rules.
+var cancelCtxKey = func() any {
+	var key any
+	context.Cause(keySpy{Context: context.Background(), key: &key})
+	return key
+}()
+
+// keySpy is a done context that records the last key Value was asked for.
+type keySpy struct {
+	context.Context
+	key *any
+}
+
+func (keySpy) Err() error { return context.Canceled }
+
+func (s keySpy) Value(key any) any {
+	*s.key = key
+	return nil
+}
+
+// withDeadline makes the context of WithDeadline. Its deadline is w in
+// ns since the origin; e is the clock's reading.
+func (h *Hierarchy) withDeadline(method string, parent context.Context, deadline time.Time, w, e int64) (context.Context, context.CancelFunc) {
+	if parent == nil {
+		panic("timingwheel: " + method + " called with a nil parent context")
+	}
+	c := &deadlineCtx{parent: parent, deadline: deadline, own: true}
+	c.t.f = c.stop
+	if cur, ok := parent.Deadline(); ok && cur.Before(deadline) {
+		// The parent's deadline comes first: the parent enforces it, and
+		// this context needs no timer (context.WithDeadline returns a
+		// WithCancel context then).
+		c.deadline, c.own = cur, false
+	}
+	if c.own && w <= e {
+		// Done at once: nothing to arm, nor to register with the parent.
+		// A parent that is done already wins, as with context.WithDeadline.
+		c.t.Init(h, c.t.f) // String reads h from it
+		st := uint32(ctxExpired)
+		if parent.Err() != nil {
+			st = ctxParent
+		}
+		c.state.Store(st)
+		return c, c.t.f
+	}
+	if canEnd(parent) {
+		c.watched = true
+		if parent.Err() != nil {
+			c.t.Init(h, c.t.f)
+			c.state.Store(ctxParent)
+			return c, c.t.f
+		}
+	}
+	if c.own {
+		// c.t is new, and so is c: arm files it as AtFunc does a new
+		// Timer, with a single look-up of the processor's shard.
+		c.armed = true
+		h.arm(&c.t, w)
+	}
+	return c, c.t.f
+}
+
+// canEnd reports whether parent can be done.
+func canEnd(parent context.Context) bool {
+	if _, ok := parent.(*deadlineCtx); ok {
+		return true // without making its Done channel
+	}
+	return parent.Done() != nil
+}
+
+// watchLocked asks c's parent, if it can be done, to tell c when it is,
+// unless it was asked already: with no goroutine for parents of package
+// context and of this one. Until then, c asks its parent when it needs to
+// know (Err, stop): a context whose Done is never called, with no kids,
+// costs its parent nothing. watchLocked reports false if the parent is
+// done already. c.mu is held and c is live.
+func (c *deadlineCtx) watchLocked() bool {
+	if !c.watched || c.registered {
+		return true
+	}
+	parent := c.parent
+	if p, ok := parent.(*deadlineCtx); ok {
+		return c.linkUpLocked(p)
+	}
+	done := parent.Done()
+	select {
+	case <-done:
+		return false
+	default:
+	}
+	if p, ok := parent.Value(deadlineCtxKey{}).(*deadlineCtx); ok && p.Done() == done {
+		// parent wraps a deadlineCtx without changing when it is done.
+		return c.linkUpLocked(p)
+	}
+	// A context of package context, or another kind: context.AfterFunc
+	// registers c.stop among parent's children when parent is one of
+	// package context's own, and with parent's AfterFunc method if it has
+	// one. Otherwise context.AfterFunc starts a goroutine that waits for
+	// parent, as context.WithDeadline would. It never calls c.stop before
+	// it returns, so c.mu may be held.
+	c.stopUp = context.AfterFunc(parent, c.t.f)
+	c.registered = true
+	return true
+}
+
+// linkUpLocked makes c a kid of p, unless p is done: then it reports
+// false. c.mu is held; it takes p.mu (always in that order: a kid's lock,
+// then its parent's), and has p watch its own parent first.
+func (c *deadlineCtx) linkUpLocked(p *deadlineCtx) bool {
+	p.mu.Lock()
+	if p.state.Load() == ctxLive && !p.watchLocked() {
+		p.finishLocked(ctxParent)
+		return false
+	}
+	if p.state.Load() != ctxLive {
+		p.mu.Unlock()
+		return false
+	}
+	c.node.f = c.t.f
+	p.linkLocked(&c.node)
+	c.registered = true
+	p.mu.Unlock()
+	return true
+}
+
+// up returns the deadlineCtx c is a kid of.
+func (c *deadlineCtx) up() *deadlineCtx {
+	if p, ok := c.parent.(*deadlineCtx); ok {
+		return p
+	}
+	p, _ := c.parent.Value(deadlineCtxKey{}).(*deadlineCtx)
+	return p
+}
+
+// parentErr returns parent.Err() of a done parent, which a broken parent
+// may have left nil.
+func parentErr(parent context.Context) error {
+	if err := parent.Err(); err != nil {
+		return err
+	}
+	return context.Canceled
+}
+
+// stop is c.t.f: the callback of c's timer, the CancelFunc returned to
+// the caller, and what c's parent calls once it is done. Which of them
+// calls it tells from the state under c.mu: a parent that is done comes
+// first (package context propagates a parent's end before its children's
+// own cancel); otherwise, if c's timer was armed and Stop cannot stop it,
+// it has fired (or started to: its callback is this call, or waits for
+// c.mu), so the deadline passed; otherwise the call is cancel's.
+func (c *deadlineCtx) stop() {
+	if c.state.Load() != ctxLive {
+		return
+	}
+	// Ask the parent before taking c.mu: a parent of this package that
+	// learns here that its own parent is done ends, and calls its kids,
+	// c among them.
+	parentDone := c.watched && c.parent.Err() != nil
+	c.mu.Lock()
+	if c.state.Load() != ctxLive {
+		c.mu.Unlock()
+		return
+	}
+	st := uint32(ctxCanceled)
+	if parentDone {
+		st = ctxParent
+	} else if c.armed && !c.t.Stop() {
+		st = ctxExpired
+	}
+	c.finishLocked(st)
+}
+
+// finishLocked ends c in state st: it closes Done, unlocks c.mu, stops
+// c's timer (for ctxParent; stop has for the others), unregisters c from
+// its parent, and calls the funcs of c's kids, on this goroutine. c.mu is
+// held and c is live.
+func (c *deadlineCtx) finishLocked(st uint32) {
+	if st == ctxParent && c.armed {
+		c.t.Stop()
+	}
+	// The state first: Done closes once Err reports the end, never
+	// before (Err waits for the close, which follows at once).
+	c.state.Store(st)
+	if d, _ := c.done.Load().(chan struct{}); d != nil {
+		close(d)
+	}
+	kids := c.kids
+	c.kids = nil
+	c.mu.Unlock()
+
+	// A parent that is done has dropped c already.
+	if c.registered && st != ctxParent {
+		if c.stopUp != nil {
+			c.stopUp()
+		} else {
+			c.up().unlink(&c.node)
+		}
+	}
+	// The list is c's alone now: unlink and AfterFunc see c done and leave
+	// it alone. Clear the links as it goes, so a kid that lives on does
+	// not keep its siblings.
+	for n := kids; n != nil; {
+		next := n.next
+		n.next, n.prev = nil, nil
+		n.f()
+		n = next
+	}
+}
+
+// linkLocked adds n to c's kids. c.mu is held and c is live.
+func (c *deadlineCtx) linkLocked(n *afterNode) {
+	n.prev, n.next = nil, c.kids
+	if c.kids != nil {
+		c.kids.prev = n
+	}
+	c.kids = n
+}
+
+// unlink removes n from c's kids and reports whether it was there; false
+// means c is done (n's func has run or is about to) or n was removed.
+func (c *deadlineCtx) unlink(n *afterNode) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state.Load() != ctxLive {
+		return false
+	}
+	switch {
+	case n.prev != nil:
+		n.prev.next = n.next
+	case c.kids == n:
+		c.kids = n.next
+	default:
+		return false
+	}
+	if n.next != nil {
+		n.next.prev = n.prev
+	}
+	n.next, n.prev = nil, nil
+	return true
+}
+
+// Deadline returns the time the context is done by: the earlier of the
+// deadline it was made with and its parent's. ok is always true.
+func (c *deadlineCtx) Deadline() (deadline time.Time, ok bool) {
+	return c.deadline, true
+}
+
+// Done returns a channel that is closed when the context is done. The
+// channel is made by the first call, so a context whose Done is never
+// called costs no channel. The first call also asks a parent that can be
+// done to tell the context when it is (see [context.AfterFunc]); until
+// then Err asks the parent itself.
+func (c *deadlineCtx) Done() <-chan struct{} {
+	if d := c.done.Load(); d != nil {
+		return d.(chan struct{})
+	}
+	c.mu.Lock()
+	if d := c.done.Load(); d != nil {
+		c.mu.Unlock()
+		return d.(chan struct{})
+	}
+	if c.state.Load() == ctxLive && !c.watchLocked() {
+		c.finishLocked(ctxParent)
+		c.mu.Lock()
+	}
+	d := closedchan
+	if c.state.Load() == ctxLive {
+		d = make(chan struct{})
+	}
+	c.done.Store(d)
+	c.mu.Unlock()
+	return d
+}
+
+// Err returns nil while the context is live; then
+// [context.DeadlineExceeded] if its deadline passed, [context.Canceled] if
+// it was cancelled, or its parent's Err if the parent was done first. Once
+// Err returns an error, Done is closed. Err notices a parent that is done
+// at once, without waiting for the parent to notify the context.
+func (c *deadlineCtx) Err() error {
+	st := c.state.Load()
+	if st == ctxLive {
+		if !c.watched || c.parent.Err() == nil {
+			return nil
+		}
+		c.stop()
+		st = c.state.Load()
+	}
+	if d, _ := c.done.Load().(chan struct{}); d != nil {
+		<-d // closed by now, or in a moment: see finishLocked
+	}
+	switch st {
+	case ctxCanceled:
+		return context.Canceled
+	case ctxExpired:
+		return context.DeadlineExceeded
+	}
+	return parentErr(c.parent)
+}
+
+// Value returns the parent's value for key.
+func (c *deadlineCtx) Value(key any) any {
+	switch key {
+	case deadlineCtxKey{}:
+		return c
+	case nil:
+	case cancelCtxKey:
+		if st := c.state.Load(); st == ctxCanceled || st == ctxExpired {
+			return nil // see cancelCtxKey
+		}
+	}
+	return c.parent.Value(key)
+}
+
+// AfterFunc arranges for f to be called once the context is done, and
+// returns a function that stops that: stop returns true if it prevented f
+// from being called, false if f has been called (or is being called) or
+// was stopped already. [context.AfterFunc] uses this method, and so do the
+// contexts that package context derives from this one, which is how they
+// are cancelled with it without a goroutine each.
+//
+// Prefer [context.AfterFunc], which calls f in a goroutine of its own.
+// Called directly, this method calls f on the goroutine that ends the
+// context: the caller of cancel, or the goroutine that advances the
+// hierarchy when the deadline passes. So f must be quick and must not
+// block. If the context is done already, f is called at once in a
+// goroutine of its own.
+func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
+	c.mu.Lock()
+	if c.state.Load() == ctxLive && !c.watchLocked() {
+		c.finishLocked(ctxParent)
+		c.mu.Lock()
+	}
+	if c.state.Load() != ctxLive {
+		c.mu.Unlock()
+		go f()
+		return stopped
+	}
+	n := &afterNode{f: f}
+	c.linkLocked(n)
+	c.mu.Unlock()
+	return func() bool { return c.unlink(n) }
+}
+
+// stopped is the stop func of an AfterFunc that already called its func.
+func stopped() bool { return false }
+
+// String describes the context for debugging, in the form of
+// [context.WithDeadline]'s, or [context.WithCancel]'s when the parent's
+// deadline is the earlier one.
+func (c *deadlineCtx) String() string {
+	name := contextName(c.parent)
+	if !c.own {
+		return name + ".WithCancel"
+	}
+	return name + ".WithDeadline(" + c.deadline.String() + " [" + c.deadline.Sub(c.t.sh.Load().h.Now()).String() + "])"
+}
+
+// contextName names a context as package context does: by its String
+// method, or else by its type.
+func contextName(c context.Context) string {
+	if s, ok := c.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return reflect.TypeOf(c).String()
+}

@@ -1,0 +1,971 @@
+package timingwheel
+
+// Tests of guarantee 13, request deadlines: the cases package context
+// checks for its own WithDeadline and WithTimeout (context/x_test.go,
+// afterfunc_test.go), and what the hierarchy adds (the deadline on its
+// clock, the timer gone once cancelled, no goroutine per context).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// isDone reports whether ctx's Done channel is closed, without waiting.
+func isDone(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// waitDone waits for ctx to be done, failing the test with what if it is
+// not within a few seconds.
+func waitDone(t *testing.T, ctx context.Context, what string) {
+	t.Helper()
+	watchdog(t, 5*time.Second, what+": Done never closed", ctx.Done())
+}
+
+// assertEnded checks that ctx is done with err and cause.
+func assertEnded(t *testing.T, ctx context.Context, err, cause error, what string) {
+	t.Helper()
+	assert.True(t, isDone(ctx), "%s: Done not closed", what)
+	assert.Equal(t, err, ctx.Err(), "%s: Err", what)
+	assert.Equal(t, cause, context.Cause(ctx), "%s: Cause", what)
+}
+
+// assertLive checks that ctx is not done.
+func assertLive(t *testing.T, ctx context.Context, what string) {
+	t.Helper()
+	assert.NoError(t, ctx.Err(), "%s: Err", what)
+	assert.NoError(t, context.Cause(ctx), "%s: Cause", what)
+	assert.False(t, isDone(ctx), "%s: Done closed", what)
+}
+
+// kids counts the funcs registered with a context of this package.
+func kids(ctx context.Context) int {
+	c := ctx.(*deadlineCtx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for k := c.kids; k != nil; k = k.next {
+		n++
+	}
+	return n
+}
+
+func TestWithTimeout_DoneOnFirstAdvanceAtDeadline(t *testing.T) {
+	h, clk := newFake(t)
+	start := clk.Now()
+	ctx, cancel := h.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+
+	dl, ok := ctx.Deadline()
+	assert.True(t, ok)
+	assert.True(t, dl.Equal(start.Add(50*time.Millisecond)), "Deadline() = %v, want start+50ms", dl)
+	assert.Equal(t, 1, h.Len(), "the deadline's timer")
+
+	clk.Add(49 * time.Millisecond)
+	h.Advance()
+	assertLive(t, ctx, "1ms before the deadline")
+	clk.Add(time.Millisecond)
+	assert.Equal(t, 1, h.Advance(), "callbacks of the Advance at the deadline")
+	assertEnded(t, ctx, context.DeadlineExceeded, context.DeadlineExceeded, "at the deadline")
+	assert.True(t, errors.Is(ctx.Err(), context.DeadlineExceeded))
+	assert.Zero(t, h.Len())
+}
+
+// TestWithDeadline_NeverEarlyBetweenTicks: a deadline between two ticks is
+// due at the later one; an Advance at the deadline itself, but before that
+// tick, leaves the context live.
+func TestWithDeadline_NeverEarlyBetweenTicks(t *testing.T) {
+	h, clk := newFake(t)
+	deadline := clk.Now().Add(10*time.Millisecond + 500*time.Microsecond)
+	ctx, cancel := h.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	dl, _ := ctx.Deadline()
+	assert.Equal(t, deadline, dl, "Deadline() is the deadline given, as it was given")
+
+	for _, d := range []time.Duration{10 * time.Millisecond, 500 * time.Microsecond, 499 * time.Microsecond} {
+		clk.Add(d)
+		h.Advance()
+		assertLive(t, ctx, fmt.Sprintf("at %v", clk.Now().Sub(deadline)))
+	}
+	clk.Add(time.Microsecond)
+	h.Advance()
+	assertEnded(t, ctx, context.DeadlineExceeded, context.DeadlineExceeded, "at the tick after the deadline")
+}
+
+func TestWithTimeout_MockDoneOnFirstAdvanceAtOrAfterDeadline(t *testing.T) {
+	h, mock := newMock(t)
+	ctx, cancel := h.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	mock.Add(19 * time.Millisecond)
+	h.Advance()
+	assertLive(t, ctx, "before the deadline")
+	mock.Add(5 * time.Millisecond)
+	h.Advance()
+	assertEnded(t, ctx, context.DeadlineExceeded, context.DeadlineExceeded, "after the deadline")
+}
+
+func TestWithTimeout_CancelStopsTimerAtOnce(t *testing.T) {
+	h, clk := newFake(t)
+	ctx, cancel := h.WithTimeout(context.Background(), time.Second)
+	before := h.Stats()
+	cancel()
+	assertEnded(t, ctx, context.Canceled, context.Canceled, "after cancel")
+	assert.Zero(t, h.Len(), "timers armed after cancel")
+	assert.Equal(t, before.Stopped+1, h.Stats().Stopped, "Stats.Stopped after cancel")
+
+	clk.Add(2 * time.Second)
+	assert.Zero(t, h.Advance(), "callbacks run after the cancelled deadline")
+	assert.Equal(t, context.Canceled, ctx.Err(), "Err after the cancelled deadline")
+}
+
+func TestWithTimeout_CancelIsIdempotent(t *testing.T) {
+	h, clk := newFake(t)
+	ctx, cancel := h.WithTimeout(context.Background(), time.Second)
+	cancel()
+	cancel()
+	assertEnded(t, ctx, context.Canceled, context.Canceled, "cancelled twice")
+
+	ctx, cancel = h.WithTimeout(context.Background(), time.Second)
+	clk.Add(time.Second)
+	h.Advance()
+	cancel()
+	cancel()
+	assertEnded(t, ctx, context.DeadlineExceeded, context.DeadlineExceeded, "cancelled after the deadline fired")
+	assert.Zero(t, h.Len())
+}
+
+// TestWithTimeout_CancelAfterDeadlineBeforeAdvance: the deadline has passed
+// on the clock, but no Advance has fired it yet: cancel wins, as it does
+// for context.WithTimeout when cancel runs before its timer.
+func TestWithTimeout_CancelAfterDeadlineBeforeAdvance(t *testing.T) {
+	h, clk := newFake(t)
+	ctx, cancel := h.WithTimeout(context.Background(), time.Second)
+	clk.Add(2 * time.Second)
+	cancel()
+	assertEnded(t, ctx, context.Canceled, context.Canceled, "cancelled before the Advance")
+	assert.Zero(t, h.Advance())
+}
+
+func TestWithDeadline_PastDeadlineDoneAtOnce(t *testing.T) {
+	h, clk := newFake(t)
+	clk.Add(time.Hour)
+	now := clk.Now()
+	for _, tt := range []struct {
+		name string
+		make func() (context.Context, context.CancelFunc)
+	}{
+		{"WithDeadline(now)", func() (context.Context, context.CancelFunc) { return h.WithDeadline(context.Background(), now) }},
+		{"WithDeadline(now-1ns)", func() (context.Context, context.CancelFunc) {
+			return h.WithDeadline(context.Background(), now.Add(-1))
+		}},
+		{"WithDeadline(zero Time)", func() (context.Context, context.CancelFunc) {
+			return h.WithDeadline(context.Background(), time.Time{})
+		}},
+		{"WithTimeout(0)", func() (context.Context, context.CancelFunc) { return h.WithTimeout(context.Background(), 0) }},
+		{"WithTimeout(-1s)", func() (context.Context, context.CancelFunc) { return h.WithTimeout(context.Background(), -time.Second) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := tt.make()
+			assertEnded(t, ctx, context.DeadlineExceeded, context.DeadlineExceeded, tt.name)
+			assert.Zero(t, h.Len(), "timers armed")
+			cancel()
+			assertEnded(t, ctx, context.DeadlineExceeded, context.DeadlineExceeded, tt.name+" then cancel")
+		})
+	}
+	ctx, cancel := h.WithDeadline(context.Background(), time.Time{})
+	defer cancel()
+	dl, _ := ctx.Deadline()
+	assert.True(t, dl.IsZero(), "Deadline() = %v, want the zero Time given", dl)
+}
+
+// TestWithDeadline_OnHierarchyClock: whether a deadline has passed is
+// judged on the hierarchy's clock, not on the wall clock.
+func TestWithDeadline_OnHierarchyClock(t *testing.T) {
+	h, clk := newFake(t) // 2026-01-01, whatever the wall clock says
+	ctx, cancel := h.WithDeadline(context.Background(), clk.Now().Add(time.Minute))
+	defer cancel()
+	assertLive(t, ctx, "a minute ahead of the hierarchy's clock")
+	assert.Equal(t, 1, h.Len())
+}
+
+func TestWithDeadline_ParentDeadlineEarlier(t *testing.T) {
+	h, clk := newFake(t)
+	t.Run("parent of package context", func(t *testing.T) {
+		soon := time.Now().Add(time.Hour)
+		parent, pcancel := context.WithDeadline(context.Background(), soon)
+		defer pcancel()
+		ctx, cancel := h.WithDeadline(parent, soon.Add(time.Hour))
+		defer cancel()
+		dl, _ := ctx.Deadline()
+		assert.Equal(t, soon, dl, "Deadline() is the parent's")
+		assert.Zero(t, h.Len(), "a timer armed for a deadline the parent comes before")
+		assert.True(t, strings.HasSuffix(fmt.Sprint(ctx), ".WithCancel"), "String() = %q", ctx)
+		pcancel()
+		waitDone(t, ctx, "child of a cancelled parent")
+		assertEnded(t, ctx, context.Canceled, context.Canceled, "child of a cancelled parent")
+	})
+	t.Run("parent of this package", func(t *testing.T) {
+		parent, pcancel := h.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer pcancel()
+		ctx, cancel := h.WithTimeout(parent, time.Hour)
+		defer cancel()
+		pdl, _ := parent.Deadline()
+		dl, _ := ctx.Deadline()
+		assert.Equal(t, pdl, dl, "Deadline() is the parent's")
+		assert.Equal(t, 1, h.Len(), "timers: the parent's only")
+		clk.Add(10 * time.Millisecond)
+		h.Advance()
+		assertEnded(t, ctx, context.DeadlineExceeded, context.DeadlineExceeded, "child at the parent's deadline")
+	})
+}
+
+// TestWithTimeout_ParentCancelReachesChild: cancelling a parent of package
+// context ends the child, which reports it at once (Err looks at the
+// parent) and closes Done as soon as the parent's AfterFunc has run.
+func TestWithTimeout_ParentCancelReachesChild(t *testing.T) {
+	h, _ := newFake(t)
+	parentCause := errors.New("parent cause")
+	parent, pcancel := context.WithCancelCause(context.Background())
+	ctx, cancel := h.WithTimeout(parent, time.Hour)
+	defer cancel()
+	ctx.Done() // made before the cancel: the channel closes, not replaced
+	pcancel(parentCause)
+	assert.Equal(t, context.Canceled, ctx.Err(), "Err right after the parent's cancel")
+	assert.Equal(t, parentCause, context.Cause(ctx), "Cause right after the parent's cancel")
+	waitDone(t, ctx, "child of a cancelled parent")
+	assert.Zero(t, h.Len(), "the child's timer after the parent's cancel")
+
+	// Done first, Err later: Done closes by the parent's AfterFunc.
+	parent, pcancel2 := context.WithCancel(context.Background())
+	ctx, cancel = h.WithTimeout(parent, time.Hour)
+	defer cancel()
+	pcancel2()
+	waitDone(t, ctx, "child of a cancelled parent, Done first")
+	assertEnded(t, ctx, context.Canceled, context.Canceled, "child of a cancelled parent, Done first")
+	assert.Zero(t, h.Len())
+}
+
+func TestWithTimeout_ParentDoneAlready(t *testing.T) {
+	h, _ := newFake(t)
+	tooSlow := errors.New("too slow")
+	cause := errors.New("cause")
+	cancelled, pcancel := context.WithCancelCause(context.Background())
+	pcancel(cause)
+	expired, ecancel := context.WithTimeoutCause(context.Background(), -time.Second, tooSlow)
+	defer ecancel()
+	own, ocancel := h.WithTimeout(context.Background(), time.Hour)
+	ocancel()
+	for _, tt := range []struct {
+		name       string
+		parent     context.Context
+		err, cause error
+	}{
+		{"WithCancelCause cancelled", cancelled, context.Canceled, cause},
+		{"WithTimeoutCause expired", expired, context.DeadlineExceeded, tooSlow},
+		{"WithTimeout of this package cancelled", own, context.Canceled, context.Canceled},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, d := range []time.Duration{time.Hour, 0} {
+				ctx, cancel := h.WithTimeout(tt.parent, d)
+				assertEnded(t, ctx, tt.err, tt.cause, fmt.Sprintf("WithTimeout(done parent, %v)", d))
+				assert.Zero(t, h.Len(), "timers armed")
+				cancel()
+				assertEnded(t, ctx, tt.err, tt.cause, "then cancelled")
+			}
+		})
+	}
+}
+
+// TestCause_OwnEndIgnoresLaterParentCause: once the context has ended by
+// its own deadline or cancel, a parent cancelled later with a cause does
+// not change its Cause. (context.Cause looks causes up through Value; see
+// cancelCtxKey.)
+func TestCause_OwnEndIgnoresLaterParentCause(t *testing.T) {
+	require.NotNil(t, cancelCtxKey, "the context package's key for its cancellable contexts was not found")
+	h, clk := newFake(t)
+	late := errors.New("parent cancelled later")
+
+	parent, pcancel := context.WithCancelCause(context.Background())
+	expired, cancel := h.WithTimeout(parent, time.Second)
+	defer cancel()
+	cancelled, cancel2 := h.WithTimeout(parent, time.Hour)
+	cancel2()
+	clk.Add(time.Second)
+	h.Advance()
+	pcancel(late)
+	assertEnded(t, expired, context.DeadlineExceeded, context.DeadlineExceeded, "expired, then parent cancelled")
+	assertEnded(t, cancelled, context.Canceled, context.Canceled, "cancelled, then parent cancelled")
+
+	// And the cause of a child that ended with its parent is the parent's.
+	parent, pcancel = context.WithCancelCause(context.Background())
+	child, cancel3 := h.WithTimeout(parent, time.Hour)
+	defer cancel3()
+	grandchild, cancel4 := h.WithTimeout(child, time.Hour)
+	defer cancel4()
+	pcancel(late)
+	assertEnded(t, child, context.Canceled, late, "child of the cancelled parent")
+	assertEnded(t, grandchild, context.Canceled, late, "grandchild of the cancelled parent")
+}
+
+// TestCause_TableOfPackageContext is TestCause of package context for the
+// cases that involve WithTimeout, with this package's.
+func TestCause_TableOfPackageContext(t *testing.T) {
+	h, _ := newFake(t)
+	parentCause := errors.New("parentCause")
+	finishedEarly := errors.New("finishedEarly")
+	for _, tt := range []struct {
+		name       string
+		ctx        func() context.Context
+		err, cause error
+	}{
+		{"WithTimeout", func() context.Context {
+			ctx, cancel := h.WithTimeout(context.Background(), 0)
+			cancel()
+			return ctx
+		}, context.DeadlineExceeded, context.DeadlineExceeded},
+		{"WithTimeout canceled", func() context.Context {
+			ctx, cancel := h.WithTimeout(context.Background(), time.Hour)
+			cancel()
+			return ctx
+		}, context.Canceled, context.Canceled},
+		{"WithTimeout stacked", func() context.Context {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			ctx, _ = h.WithTimeout(ctx, 0)
+			cancel(finishedEarly)
+			return ctx
+		}, context.DeadlineExceeded, context.DeadlineExceeded},
+		{"WithTimeout stacked canceled", func() context.Context {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			ctx, _ = h.WithTimeout(ctx, time.Hour)
+			cancel(finishedEarly)
+			return ctx
+		}, context.Canceled, finishedEarly},
+		{"WithCancelCause under WithTimeout, parent cause before child", func() context.Context {
+			ctx, cancelParent := h.WithTimeout(context.Background(), time.Hour)
+			ctx, cancelChild := context.WithCancelCause(ctx)
+			cancelParent()
+			cancelChild(parentCause)
+			return ctx
+		}, context.Canceled, context.Canceled},
+		{"WithCancelCause under WithTimeout, child cause first", func() context.Context {
+			ctx, cancelParent := h.WithTimeout(context.Background(), time.Hour)
+			ctx, cancelChild := context.WithCancelCause(ctx)
+			cancelChild(parentCause)
+			cancelParent()
+			return ctx
+		}, context.Canceled, parentCause},
+		{"WithoutCancel of WithTimeout", func() context.Context {
+			ctx, cancel := h.WithTimeout(context.Background(), 0)
+			defer cancel()
+			return context.WithoutCancel(ctx)
+		}, nil, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := tt.ctx()
+			assert.Equal(t, tt.err, ctx.Err(), "Err")
+			assert.Equal(t, tt.cause, context.Cause(ctx), "Cause")
+		})
+	}
+}
+
+func TestWithTimeout_ValueIsParents(t *testing.T) {
+	h, _ := newFake(t)
+	type key string
+	parent := context.WithValue(context.Background(), key("k1"), "v1")
+	ctx, cancel := h.WithTimeout(parent, time.Hour)
+	defer cancel()
+	ctx = context.WithValue(ctx, key("k2"), "v2")
+	ctx, cancel2 := h.WithTimeout(ctx, time.Hour)
+	defer cancel2()
+	assert.Equal(t, "v1", ctx.Value(key("k1")))
+	assert.Equal(t, "v2", ctx.Value(key("k2")))
+	assert.Nil(t, ctx.Value(key("k3")))
+	assert.Nil(t, ctx.Value(nil))
+}
+
+// TestWithTimeout_StandardChildrenGetDeadlineExceeded: contexts derived by
+// package context end with this one, with its error and cause, before the
+// Advance that fired the deadline returns.
+func TestWithTimeout_StandardChildrenGetDeadlineExceeded(t *testing.T) {
+	h, clk := newFake(t)
+	ctx, cancel := h.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	type key struct{}
+	cancelChild, c1 := context.WithCancel(ctx)
+	defer c1()
+	causeChild, c2 := context.WithCancelCause(ctx)
+	defer c2(nil)
+	timerChild, c3 := context.WithTimeout(ctx, time.Hour)
+	defer c3()
+	valueChild := context.WithValue(ctx, key{}, 1)
+	grandchild, c4 := context.WithCancel(context.WithValue(cancelChild, key{}, 2))
+	defer c4()
+	ownChild, c5 := h.WithTimeout(valueChild, time.Hour)
+	defer c5()
+	called := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() { close(called) })
+	defer stop()
+	assert.Equal(t, 4, kids(ctx), "registrations with the context: 3 children and AfterFunc")
+	ownChild.Done() // registers it, through the WithValue wrapper
+	assert.Equal(t, 5, kids(ctx), "registrations once the child of this package under WithValue waits")
+
+	for _, c := range []context.Context{cancelChild, causeChild, timerChild, valueChild, grandchild, ownChild} {
+		assertLive(t, c, fmt.Sprint(c))
+	}
+	clk.Add(100 * time.Millisecond)
+	h.Advance()
+	for _, c := range []context.Context{ctx, cancelChild, causeChild, timerChild, valueChild, grandchild, ownChild} {
+		assertEnded(t, c, context.DeadlineExceeded, context.DeadlineExceeded, fmt.Sprint(c))
+	}
+	watchdog(t, 5*time.Second, "context.AfterFunc's func after the deadline", called)
+	assert.False(t, stop(), "stop after the func was called")
+	assert.Zero(t, h.Len(), "timers armed")
+}
+
+func TestWithTimeout_StandardChildCancelUnregisters(t *testing.T) {
+	h, _ := newFake(t)
+	ctx, cancel := h.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	_, c1 := context.WithCancel(ctx)
+	_, c2 := context.WithTimeout(ctx, time.Minute)
+	stop := context.AfterFunc(ctx, func() { t.Error("AfterFunc's func called after stop") })
+	own, c3 := h.WithTimeout(ctx, time.Minute)
+	own.Done()
+	assert.Equal(t, 4, kids(ctx))
+	c1()
+	c2()
+	assert.True(t, stop(), "stop of a pending AfterFunc")
+	assert.False(t, stop(), "second stop")
+	c3()
+	assert.Zero(t, kids(ctx), "registrations after the children were cancelled")
+	assert.Zero(t, kids(own))
+	assert.Equal(t, 1, h.Len(), "timers: the parent's only")
+	cancel()
+	assert.Zero(t, h.Len())
+}
+
+// TestWithTimeout_ChildOfThisPackage: a context of this package under
+// another ends with it, either way round, and its own cancel unlinks it.
+func TestWithTimeout_ChildOfThisPackage(t *testing.T) {
+	h, clk := newFake(t)
+	parent, pcancel := h.WithTimeout(context.Background(), time.Hour)
+	child, cancel := h.WithTimeout(parent, time.Minute)
+	assert.Zero(t, kids(parent), "kids before anything waits for the child")
+	child.Done()
+	assert.Equal(t, 1, kids(parent), "kids once the child's Done was called")
+	assert.Equal(t, 2, h.Len())
+	cancel()
+	assertEnded(t, child, context.Canceled, context.Canceled, "child cancelled")
+	assertLive(t, parent, "parent of a cancelled child")
+	assert.Zero(t, kids(parent), "the parent's kids after the child's cancel")
+	assert.Equal(t, 1, h.Len())
+
+	child, cancel = h.WithTimeout(parent, time.Minute)
+	defer cancel()
+	pcancel()
+	assertEnded(t, child, context.Canceled, context.Canceled, "child of a cancelled parent")
+	assert.Zero(t, h.Len())
+
+	parent, pcancel = h.WithTimeout(context.Background(), time.Minute)
+	defer pcancel()
+	child, cancel = h.WithTimeout(parent, time.Hour)
+	defer cancel()
+	clk.Add(time.Minute)
+	h.Advance()
+	assertEnded(t, child, context.DeadlineExceeded, context.DeadlineExceeded, "child of an expired parent")
+}
+
+// TestWithTimeout_ParentToldOnlyWhenWaitedFor: a context asks its parent
+// to tell it of its end only once something waits for the context (Done,
+// AfterFunc, a kid); until then Err and Cause ask the parent, so the end
+// of the parent reaches it all the same.
+func TestWithTimeout_ParentToldOnlyWhenWaitedFor(t *testing.T) {
+	h, _ := newFake(t)
+	cause := errors.New("parent's cause")
+	for _, tt := range []struct {
+		name   string
+		parent func() (context.Context, func())
+	}{
+		{"parent of package context", func() (context.Context, func()) {
+			p, cancel := context.WithCancelCause(context.Background())
+			return p, func() { cancel(cause) }
+		}},
+		{"parent of this package", func() (context.Context, func()) {
+			p, cancel := context.WithCancelCause(context.Background())
+			own, ocancel := h.WithTimeout(p, time.Hour)
+			t.Cleanup(ocancel)
+			return own, func() { cancel(cause) }
+		}},
+		{"custom parent with AfterFunc", func() (context.Context, func()) {
+			p := &customCtx{done: make(chan struct{})}
+			return p, func() { p.cancel(context.Canceled) }
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			parent, cancelParent := tt.parent()
+			ctx, cancel := h.WithTimeout(parent, time.Hour)
+			defer cancel()
+			if p, ok := parent.(*deadlineCtx); ok {
+				assert.Zero(t, kids(p), "kids of the parent before anything waits")
+			}
+			if p, ok := parent.(*customCtx); ok {
+				assert.Zero(t, p.registered(), "funcs registered with the parent before anything waits")
+			}
+			cancelParent()
+			wantCause := cause
+			if _, ok := parent.(*customCtx); ok {
+				wantCause = context.Canceled
+			}
+			assert.Equal(t, context.Canceled, ctx.Err(), "Err after the parent's end")
+			assert.Equal(t, wantCause, context.Cause(ctx), "Cause after the parent's end")
+			assert.True(t, isDone(ctx), "Done after the parent's end")
+			cancel()
+			assert.Equal(t, context.Canceled, ctx.Err(), "Err after cancel too")
+		})
+	}
+	assert.Zero(t, h.Len(), "timers armed")
+}
+
+// TestWithTimeout_CancelWhileParentLearnsOfItsEnd is the regression test
+// for a cancel that asked its parent, of this package, whether it was done
+// while holding the child's lock: the parent, learning there that its own
+// parent had ended, ended too and called the child, which waited for its
+// own lock. The grandparent here never tells its AfterFuncs, so only the
+// asking ends the parent.
+func TestWithTimeout_CancelWhileParentLearnsOfItsEnd(t *testing.T) {
+	h, _ := newFake(t)
+	grandparent := &customCtx{done: make(chan struct{}), silent: true}
+	parent, pcancel := h.WithTimeout(grandparent, time.Hour)
+	defer pcancel()
+	child, cancel := h.WithTimeout(parent, time.Hour)
+	child.Done() // links child to parent, and parent to the grandparent
+	grandparent.cancel(context.Canceled)
+	cancelled := make(chan struct{})
+	go func() { cancel(); close(cancelled) }()
+	watchdog(t, 5*time.Second, "cancel of a child whose parent learns in it that its parent ended", cancelled)
+	assertEnded(t, child, context.Canceled, context.Canceled, "child")
+	assertEnded(t, parent, context.Canceled, context.Canceled, "parent")
+	assert.Zero(t, h.Len())
+}
+
+// TestWithTimeout_ManyUnderOneParent: many contexts, of both packages,
+// under one parent of each package; cancelling the parent ends them all.
+func TestWithTimeout_ManyUnderOneParent(t *testing.T) {
+	const n = 1000
+	h, _ := newFake(t)
+	std, scancel := context.WithCancel(context.Background())
+	own, ocancel := h.WithTimeout(context.Background(), time.Hour)
+	var ctxs []context.Context
+	for i := range n {
+		for _, p := range []context.Context{std, own} {
+			c, cancel := h.WithTimeout(p, time.Duration(i+1)*time.Millisecond)
+			defer cancel()
+			if i%2 == 0 {
+				c.Done() // half of them wait, and so are registered
+			}
+			ctxs = append(ctxs, c)
+		}
+		c, cancel := context.WithCancel(own)
+		defer cancel()
+		ctxs = append(ctxs, c)
+	}
+	assert.Equal(t, 2*n+1, h.Len())
+	assert.Equal(t, n+n/2, kids(own), "kids: the standard children, and the waiting half of this package's")
+	scancel()
+	ocancel()
+	for i, c := range ctxs {
+		waitDone(t, c, fmt.Sprintf("context %d under a cancelled parent", i))
+		assert.Equal(t, context.Canceled, c.Err(), "context %d", i)
+	}
+	assert.Zero(t, h.Len(), "timers after the parents were cancelled")
+}
+
+// TestWithTimeout_ErrImpliesDone: once Err returns an error, Done is
+// closed, also while another goroutine is ending the context (context's
+// TestContextErrDoneRace).
+func TestWithTimeout_ErrImpliesDone(t *testing.T) {
+	h, _ := newFake(t)
+	for range 20 {
+		parent, pcancel := context.WithCancel(context.Background())
+		ctx, cancel := h.WithTimeout(parent, time.Hour)
+		done := ctx.Done()
+		assert.NoError(t, ctx.Err(), "Err before anything ended it")
+		go pcancel()
+		deadline := time.Now().Add(5 * time.Second)
+		for ctx.Err() == nil {
+			if time.Now().After(deadline) {
+				t.Fatal("hung: Err stayed nil for 5s after the parent's cancel")
+			}
+			runtime.Gosched()
+		}
+		select {
+		case <-done:
+		default:
+			t.Fatal("Err is non-nil, but Done is not closed")
+		}
+		cancel()
+	}
+}
+
+// TestWithTimeout_DoneImpliesErr: once Done is closed, Err and Cause
+// report the end, also for a context the driver ends while its Done is
+// being waited for. (The example server once saw Done closed and Cause
+// nil: the end was recorded after the close.)
+func TestWithTimeout_DoneImpliesErr(t *testing.T) {
+	h, err := New()
+	require.NoError(t, err)
+	h.Start()
+	defer h.Stop()
+	var wg sync.WaitGroup
+	var bad atomic.Int32
+	for i := range 100 {
+		wg.Go(func() {
+			ctx, cancel := h.WithTimeout(context.Background(), time.Duration(i%3)*time.Millisecond)
+			defer cancel()
+			<-ctx.Done()
+			if ctx.Err() == nil || context.Cause(ctx) == nil {
+				bad.Add(1)
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	watchdog(t, 10*time.Second, "contexts of 0-2ms on the driver", done)
+	assert.Zero(t, bad.Load(), "contexts whose Done was closed while Err or Cause was nil")
+}
+
+func TestWithTimeout_String(t *testing.T) {
+	h, _ := newFake(t)
+	ctx, cancel := h.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	dl, _ := ctx.Deadline()
+	want := "context.Background.WithDeadline(" + dl.String() + " [50ms])"
+	assert.Equal(t, want, fmt.Sprint(ctx))
+	under, cancel2 := h.WithTimeout(ctx, time.Hour)
+	defer cancel2()
+	assert.Equal(t, want+".WithCancel", fmt.Sprint(under), "a later deadline under an earlier one")
+
+	// Package context names the parent of a child it registered through
+	// the parent's AfterFunc method by its wrapper, whatever the parent:
+	// as for any context with that method.
+	child, cancel3 := context.WithCancel(ctx)
+	defer cancel3()
+	assert.Equal(t, "context.stopCtx.WithCancel", fmt.Sprint(child))
+}
+
+func TestDeadlineCtx_AfterFunc(t *testing.T) {
+	h, clk := newFake(t)
+	t.Run("called after cancel", func(t *testing.T) {
+		ctx, cancel := h.WithTimeout(context.Background(), time.Hour)
+		called := make(chan struct{})
+		context.AfterFunc(ctx, func() { close(called) })
+		cancel()
+		watchdog(t, 5*time.Second, "AfterFunc's func after cancel", called)
+	})
+	t.Run("called after timeout", func(t *testing.T) {
+		ctx, cancel := h.WithTimeout(context.Background(), time.Millisecond)
+		defer cancel()
+		called := make(chan struct{})
+		context.AfterFunc(ctx, func() { close(called) })
+		clk.Add(time.Millisecond)
+		h.Advance()
+		watchdog(t, 5*time.Second, "AfterFunc's func after the deadline", called)
+	})
+	t.Run("called at once when done", func(t *testing.T) {
+		ctx, cancel := h.WithTimeout(context.Background(), 0)
+		defer cancel()
+		called := make(chan struct{})
+		stop := ctx.(interface{ AfterFunc(func()) func() bool }).AfterFunc(func() { close(called) })
+		watchdog(t, 5*time.Second, "AfterFunc method's func on a done context", called)
+		assert.False(t, stop())
+	})
+	t.Run("not called after stop", func(t *testing.T) {
+		ctx, cancel := h.WithTimeout(context.Background(), time.Hour)
+		stop := context.AfterFunc(ctx, func() { t.Error("func called after stop") })
+		assert.True(t, stop())
+		assert.False(t, stop())
+		cancel()
+	})
+	t.Run("method calls f on the cancelling goroutine", func(t *testing.T) {
+		ctx, cancel := h.WithTimeout(context.Background(), time.Hour)
+		var called bool
+		ctx.(interface{ AfterFunc(func()) func() bool }).AfterFunc(func() { called = true })
+		cancel()
+		assert.True(t, called, "f had not run when cancel returned")
+	})
+}
+
+// goroutinesSettle returns runtime.NumGoroutine once it has stopped
+// falling (goroutines of earlier tests may still be exiting).
+func goroutinesSettle() int {
+	n := runtime.NumGoroutine()
+	for range 50 {
+		time.Sleep(time.Millisecond)
+		m := runtime.NumGoroutine()
+		if m >= n {
+			return m
+		}
+		n = m
+	}
+	return n
+}
+
+// TestWithTimeout_NoGoroutinePerContext: under a parent of package
+// context, of this package, or one of them wrapped by WithValue, and for
+// standard children of these contexts, no goroutine is started.
+func TestWithTimeout_NoGoroutinePerContext(t *testing.T) {
+	const n = 200
+	h, _ := newFake(t)
+	std := t.Context()
+	own, ocancel := h.WithTimeout(context.Background(), time.Hour)
+	defer ocancel()
+	type key struct{}
+	wrapped := context.WithValue(own, key{}, 1)
+
+	before := goroutinesSettle()
+	var cancels []context.CancelFunc
+	for range n {
+		for _, p := range []context.Context{context.Background(), std, own, wrapped} {
+			c, cancel := h.WithTimeout(p, time.Hour)
+			cancels = append(cancels, cancel)
+			_, cancel = context.WithCancel(c)
+			cancels = append(cancels, cancel)
+			_, cancel = context.WithTimeout(c, time.Hour)
+			cancels = append(cancels, cancel)
+		}
+	}
+	assert.LessOrEqual(t, runtime.NumGoroutine()-before, 2, "goroutines started for %d contexts", 12*n)
+	for _, cancel := range cancels {
+		cancel()
+	}
+	assert.Equal(t, 1, h.Len(), "timers after cancel: own's only")
+	assert.Zero(t, kids(own), "registrations with own after cancel")
+}
+
+// TestWithTimeout_ParentNotOfPackageContext: a parent with an AfterFunc
+// method is used as package context uses it; one without reaches the
+// child through a goroutine (context.AfterFunc's), as for
+// context.WithTimeout; either way the child ends with it.
+func TestWithTimeout_ParentNotOfPackageContext(t *testing.T) {
+	h, _ := newFake(t)
+	for _, withAfterFunc := range []bool{true, false} {
+		t.Run(fmt.Sprintf("AfterFunc=%v", withAfterFunc), func(t *testing.T) {
+			p := &customCtx{done: make(chan struct{})}
+			var parent context.Context = p
+			if !withAfterFunc {
+				parent = noAfterFunc{p}
+			}
+			ctx, cancel := h.WithTimeout(parent, time.Hour)
+			defer cancel()
+			ctx.Done()
+			if withAfterFunc {
+				assert.Equal(t, 1, p.registered(), "funcs registered with the parent once Done was called")
+			}
+			p.cancel(context.Canceled)
+			waitDone(t, ctx, "child of a cancelled custom parent")
+			assert.Equal(t, context.Canceled, ctx.Err())
+			assert.Zero(t, h.Len())
+
+			ctx, cancel = h.WithTimeout(&customCtx{done: make(chan struct{})}, time.Hour)
+			ctx.Done()
+			cancel()
+			if withAfterFunc {
+				assert.Zero(t, ctx.(*deadlineCtx).parent.(*customCtx).registered(), "funcs registered after the child's cancel")
+			}
+		})
+	}
+}
+
+// customCtx is a context of no package, with an AfterFunc method. A
+// silent one never calls the funcs registered with it.
+type customCtx struct {
+	mu     sync.Mutex
+	done   chan struct{}
+	err    error
+	funcs  map[*int]func()
+	silent bool
+}
+
+func (c *customCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *customCtx) Done() <-chan struct{}       { return c.done }
+func (c *customCtx) Value(any) any               { return nil }
+
+func (c *customCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *customCtx) AfterFunc(f func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := new(int)
+	if c.funcs == nil {
+		c.funcs = map[*int]func(){}
+	}
+	c.funcs[k] = f
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_, ok := c.funcs[k]
+		delete(c.funcs, k)
+		return ok
+	}
+}
+
+func (c *customCtx) registered() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.funcs)
+}
+
+func (c *customCtx) cancel(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.err = err
+	close(c.done)
+	for _, f := range c.funcs {
+		if !c.silent {
+			go f()
+		}
+	}
+	c.funcs = nil
+}
+
+// noAfterFunc hides customCtx's AfterFunc method.
+type noAfterFunc struct{ c *customCtx }
+
+func (n noAfterFunc) Deadline() (time.Time, bool) { return n.c.Deadline() }
+func (n noAfterFunc) Done() <-chan struct{}       { return n.c.Done() }
+func (n noAfterFunc) Err() error                  { return n.c.Err() }
+func (n noAfterFunc) Value(k any) any             { return n.c.Value(k) }
+
+func TestWithDeadline_BadInput(t *testing.T) {
+	h, _ := newFake(t)
+	assert.PanicsWithValue(t, "timingwheel: WithTimeout called with a nil parent context", func() {
+		h.WithTimeout(nil, time.Second) //nolint:staticcheck // the nil is the point
+	})
+	assert.PanicsWithValue(t, "timingwheel: WithDeadline called with a nil parent context", func() {
+		h.WithDeadline(nil, time.Now()) //nolint:staticcheck
+	})
+	var zero Hierarchy
+	assert.Panics(t, func() { zero.WithTimeout(context.Background(), time.Second) })
+}
+
+// TestWithTimeout_ConcurrentCancelAndExpiry: contexts cancelled while the
+// driver fires their deadlines each end once, with Canceled or
+// DeadlineExceeded, and never before the deadline.
+func TestWithTimeout_ConcurrentCancelAndExpiry(t *testing.T) {
+	h, err := New()
+	require.NoError(t, err)
+	h.Start()
+	defer h.Stop()
+	const n = 200
+	var early atomic.Int32
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			d := time.Duration(i%5) * time.Millisecond
+			start := time.Now()
+			ctx, cancel := h.WithTimeout(context.Background(), d)
+			stop := context.AfterFunc(ctx, func() {})
+			defer stop()
+			if i%2 == 0 {
+				time.Sleep(d)
+			}
+			cancel()
+			switch ctx.Err() {
+			case context.DeadlineExceeded:
+				if time.Since(start) < d {
+					early.Add(1)
+				}
+			case context.Canceled:
+			default:
+				t.Errorf("Err() = %v after cancel", ctx.Err())
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	watchdog(t, 10*time.Second, "goroutines cancelling contexts", done)
+	assert.Zero(t, early.Load(), "contexts done before their deadline")
+	assert.Zero(t, h.Len())
+}
+
+// TestWithTimeout_DriverInSynctestBubble: with the real clock in a
+// testing/synctest bubble and the driver running, the context is done at
+// its deadline, not before, with the standard children it has.
+func TestWithTimeout_DriverInSynctestBubble(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, err := New()
+		require.NoError(t, err)
+		h.Start()
+		defer h.Stop()
+		start := time.Now()
+		req, reqCancel := context.WithCancel(context.Background())
+		defer reqCancel()
+		ctx, cancel := h.WithTimeout(req, 200*time.Millisecond)
+		defer cancel()
+		child, cancel2 := context.WithCancel(ctx)
+		defer cancel2()
+		var doneAt time.Duration
+		go func() {
+			<-child.Done()
+			doneAt = time.Since(start)
+		}()
+		time.Sleep(199 * time.Millisecond)
+		synctest.Wait()
+		assertLive(t, ctx, "1ms before the deadline")
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		assertEnded(t, ctx, context.DeadlineExceeded, context.DeadlineExceeded, "at the deadline")
+		assertEnded(t, child, context.DeadlineExceeded, context.DeadlineExceeded, "child at the deadline")
+		assert.Equal(t, 200*time.Millisecond, doneAt, "when the child's Done closed")
+
+		// A request cancelled before the deadline takes its context along.
+		req2, reqCancel2 := context.WithCancel(context.Background())
+		ctx2, cancel3 := h.WithTimeout(req2, time.Second)
+		defer cancel3()
+		time.Sleep(10 * time.Millisecond)
+		reqCancel2()
+		synctest.Wait()
+		assertEnded(t, ctx2, context.Canceled, context.Canceled, "context of a cancelled request")
+		assert.Zero(t, h.Len())
+	})
+}
+
+// TestWithTimeout_NoLeakAfterCancel: cancelled contexts are not kept by
+// the hierarchy nor by their parent: the garbage collector frees them.
+func TestWithTimeout_NoLeakAfterCancel(t *testing.T) {
+	h, _ := newFake(t)
+	parent := t.Context()
+	var freed atomic.Int32
+	const n = 100
+	for range n {
+		ctx, cancel := h.WithTimeout(parent, time.Hour)
+		runtime.AddCleanup(ctx.(*deadlineCtx), func(*atomic.Int32) { freed.Add(1) }, &freed)
+		cancel()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for freed.Load() < n && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	assert.EqualValues(t, n, freed.Load(), "cancelled contexts freed")
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRun serves a few dozen requests with a short timeout and applies the
+// checks of the program's exit status: both paths taken, each as its work
+// asks, and no request timed out before its deadline.
+func TestRun(t *testing.T) {
+	// A fast request does a tenth of the timeout's work: it takes the
+	// wrong path only if its handler is held up for 90ms.
+	cfg := config{Requests: 40, Clients: 10, Timeout: 100 * time.Millisecond}
+	done := make(chan struct{})
+	var rep *report
+	var err error
+	go func() {
+		defer close(done)
+		rep, err = run(cfg)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("hung: run did not return within 30s")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	rep.print(&out)
+	t.Log("\n" + out.String())
+	for _, p := range rep.problems() {
+		t.Error(p)
+	}
+	if rep.Fast != cfg.Requests/2 || rep.TimedOut != cfg.Requests/2 {
+		t.Errorf("%d fast and %d timed out, want %d each", rep.Fast, rep.TimedOut, cfg.Requests/2)
+	}
+}
+
+// TestProblems checks that the report flags a request that timed out
+// early, and answers that are neither path.
+func TestProblems(t *testing.T) {
+	ok := report{Timeout: time.Second, Requests: 2, Fast: 1, TimedOut: 1, Earliest: time.Second}
+	if p := ok.problems(); len(p) != 0 {
+		t.Errorf("problems() of a good run = %q, want none", p)
+	}
+	early := ok
+	early.Earliest = time.Second - time.Microsecond
+	if p := early.problems(); len(p) != 1 || !strings.Contains(p[0], "before the 1s timeout") {
+		t.Errorf("problems() of an early timeout = %q, want one about it", p)
+	}
+	other := ok
+	other.Fast, other.Other = 0, []string{"Internal Server Error"}
+	if p := other.problems(); len(p) != 2 {
+		t.Errorf("problems() with an error answer = %q, want two", p)
+	}
+}
