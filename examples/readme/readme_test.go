@@ -2,11 +2,14 @@ package readme
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -165,6 +168,46 @@ func TestSessionsExpireSynctest(t *testing.T) {
 		synctest.Wait()
 		if len(expired) != 1 || expired[0] != "bob" {
 			t.Fatalf("expired = %v, want [bob]", expired)
+		}
+	})
+}
+
+// searchHandler gives each request 200ms; search gives up when ctx is done.
+func searchHandler(h *timingwheel.Hierarchy, search func(context.Context, string) (string, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := h.WithTimeout(r.Context(), 200*time.Millisecond)
+		defer cancel() // stops the timer at once
+		result, err := search(ctx, r.URL.Query().Get("q"))
+		if errors.Is(err, context.DeadlineExceeded) {
+			http.Error(w, "too slow", http.StatusGatewayTimeout)
+			return
+		}
+		fmt.Fprintln(w, result)
+	}
+}
+
+func TestSearchHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, err := timingwheel.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Start()
+		defer h.Stop()
+		slow := func(ctx context.Context, q string) (string, error) {
+			select {
+			case <-time.After(time.Duration(len(q)) * 100 * time.Millisecond):
+				return "found " + q, nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}
+		for q, want := range map[string]int{"a": http.StatusOK, "abc": http.StatusGatewayTimeout} {
+			rec := httptest.NewRecorder()
+			searchHandler(h, slow)(rec, httptest.NewRequest("GET", "/search?q="+q, nil))
+			if rec.Code != want {
+				t.Errorf("q=%s: status %d, want %d", q, rec.Code, want)
+			}
 		}
 	})
 }
