@@ -55,13 +55,13 @@ func (h *Hierarchy) IdleConn(c net.Conn, idle time.Duration, opts ...IdleOption)
 		panic("timingwheel: IdleConn called with a nil net.Conn")
 	}
 	checkIdle("IdleConn", idle)
-	return h.wrapIdle(c, idle, idleOptions("IdleConn", opts))
+	cfg := idleOptions("IdleConn", opts)
+	return h.wrapIdle(c, idle, &cfg)
 }
 
-// wrapIdle wraps c for IdleConn and for IdleListener's Accept; cfg is nil
-// when no option was given.
+// wrapIdle wraps c for IdleConn and for IdleListener's Accept.
 func (h *Hierarchy) wrapIdle(c net.Conn, idle time.Duration, cfg *idleConfig) net.Conn {
-	if cfg != nil {
+	if cfg.set {
 		return h.newEventConn(c, idle, cfg)
 	}
 	ic := &idleConn{Conn: c, idle: idle}
@@ -95,7 +95,7 @@ type idleListener struct {
 	net.Listener
 	h    *Hierarchy
 	idle time.Duration
-	cfg  *idleConfig // nil: no options
+	cfg  idleConfig
 }
 
 // Accept waits for the next connection and returns it wrapped by IdleConn.
@@ -104,7 +104,7 @@ func (l *idleListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return c, err
 	}
-	return l.h.wrapIdle(c, l.idle, l.cfg), nil
+	return l.h.wrapIdle(c, l.idle, &l.cfg), nil
 }
 
 // Bits of idleConn.state.

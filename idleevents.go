@@ -30,20 +30,21 @@ import (
 // A later option of the same kind replaces an earlier one. A nil
 // IdleOption makes IdleConn and IdleListener panic.
 type IdleOption interface {
-	applyIdle(*idleConfig)
+	applyIdle(idleConfig) idleConfig // by value: wrapping allocates no config
 }
 
 // idleConfig is what a list of IdleOptions sets.
 type idleConfig struct {
+	set       bool           // an option was given
 	onRead    func(net.Conn) // nil: close on read idle
 	writeIdle time.Duration  // 0: no write-idle event
 	onWrite   func(net.Conn)
 	lifetime  time.Duration // 0: no lifetime
 }
 
-type idleOptionFunc func(*idleConfig)
+type idleOptionFunc func(idleConfig) idleConfig
 
-func (f idleOptionFunc) applyIdle(c *idleConfig) { f(c) }
+func (f idleOptionFunc) applyIdle(c idleConfig) idleConfig { return f(c) }
 
 // OnReadIdle makes read idle an event instead of a close: when idle (the
 // duration given to IdleConn or IdleListener) has passed since the conn was
@@ -57,7 +58,7 @@ func OnReadIdle(f func(c net.Conn)) IdleOption {
 	if f == nil {
 		panic("timingwheel: OnReadIdle called with a nil func")
 	}
-	return idleOptionFunc(func(c *idleConfig) { c.onRead = f })
+	return idleOptionFunc(func(c idleConfig) idleConfig { c.onRead = f; return c })
 }
 
 // OnWriteIdle runs f with the conn when d has passed since it was wrapped,
@@ -91,7 +92,7 @@ func OnWriteIdle(d time.Duration, f func(c net.Conn)) IdleOption {
 	if f == nil {
 		panic("timingwheel: OnWriteIdle called with a nil func")
 	}
-	return idleOptionFunc(func(c *idleConfig) { c.writeIdle, c.onWrite = d, f })
+	return idleOptionFunc(func(c idleConfig) idleConfig { c.writeIdle, c.onWrite = d, f; return c })
 }
 
 // MaxLifetime closes the conn d after it was wrapped (for IdleListener:
@@ -104,21 +105,19 @@ func MaxLifetime(d time.Duration) IdleOption {
 	if d <= 0 {
 		panic(fmt.Sprintf("timingwheel: MaxLifetime called with %v; the duration must be positive", d))
 	}
-	return idleOptionFunc(func(c *idleConfig) { c.lifetime = d })
+	return idleOptionFunc(func(c idleConfig) idleConfig { c.lifetime = d; return c })
 }
 
-// idleOptions applies opts, panicking for a nil one; it returns nil for no
-// options, so that such a conn is the plain idleConn.
-func idleOptions(method string, opts []IdleOption) *idleConfig {
-	if len(opts) == 0 {
-		return nil
-	}
-	cfg := new(idleConfig)
+// idleOptions applies opts, panicking for a nil one. With no options, set
+// is false, and the conn is the plain idleConn.
+func idleOptions(method string, opts []IdleOption) idleConfig {
+	var cfg idleConfig
 	for i, o := range opts {
 		if o == nil {
 			panic(fmt.Sprintf("timingwheel: %s called with a nil IdleOption (option %d)", method, i))
 		}
-		o.applyIdle(cfg)
+		cfg = o.applyIdle(cfg)
+		cfg.set = true
 	}
 	return cfg
 }
