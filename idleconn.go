@@ -40,10 +40,15 @@ import (
 //	NetConn() net.Conn       // c itself, as tls.Conn.NetConn; reading from it does not re-arm the timeout
 //	IdleDeadline() time.Time // when the conn is (or was) to be closed for being idle, on the hierarchy's clock
 //
+// (With [OnReadIdle], IdleDeadline is when the next read-idle event is due;
+// once the hierarchy has closed the conn, the deadline it closed it for:
+// idle after the last Read, or the end of its [MaxLifetime].)
+//
 // Options add idle events (see [IdleOption]): [OnReadIdle] calls a function
 // instead of closing, [OnWriteIdle] calls one when nothing has been written
 // for a while (to send a ping), and [MaxLifetime] closes the conn at an age
-// whatever its traffic. Without options the conn is as described above.
+// whatever its traffic. What is said above holds with options too; an
+// OnReadIdle conn is closed for being idle only if f closes it.
 //
 // Every method is safe for concurrent use, as c's are. IdleConn panics if c
 // is nil, idle <= 0, or an option is nil.
