@@ -25,7 +25,12 @@ import (
 // conn's events; the hierarchy keeps no reference to a closed conn. All of
 // a conn's events share one [Timer] held in the conn, so a conn with
 // options costs 48 bytes more than one without, whatever options it has,
-// and re-arming on Read and Write allocates nothing and takes no lock.
+// and re-arming on Read and Write allocates nothing and takes no lock: a
+// Read or Write only records that it moved data, and the timer of a busy
+// conn fires about once per idle period to find it busy (such firings run
+// none of the functions given, but count in [Hierarchy.Stats]). Each
+// function is given the conn IdleConn returned, so that a Write through it
+// counts as writing.
 //
 // A later option of the same kind replaces an earlier one. A nil
 // IdleOption makes IdleConn and IdleListener panic.
