@@ -20,8 +20,10 @@ import (
 //
 // Events are never early and at most a tick plus the driver's wake-up late,
 // like every timer of the hierarchy. Their functions run on the goroutine
-// that advances the hierarchy, one at a time, and must not block it: see
-// [OnWriteIdle] for how to write a ping without blocking. Close stops the
+// that advances the hierarchy, one at a time (with [WithParallelCallbacks],
+// those of conns in different shards may run at once; a conn's own never
+// overlap), and must not block it: see [OnWriteIdle] for how to write a
+// ping without blocking. Close stops the
 // conn's events; the hierarchy keeps no reference to a closed conn. All of
 // a conn's events share one [Timer] held in the conn, so a conn with
 // options costs 48 bytes more than one without, whatever options it has,
