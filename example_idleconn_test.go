@@ -74,3 +74,143 @@ func ExampleHierarchy_IdleListener() {
 		}()
 	}
 }
+
+// A server pings a peer it has written nothing to for 15s, as WebSocket
+// and HTTP/2 servers do, and still closes it after a minute of silence.
+// The ping is written from the event with a short write deadline, so the
+// goroutine that advances the hierarchy never waits on a full socket.
+func ExampleOnWriteIdle() {
+	// A mock clock makes the example exact; in production leave out
+	// WithClock and call h.Start().
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+	accepted, err := ln.Accept()
+	if err != nil {
+		panic(err)
+	}
+
+	pings := 0
+	ping := func(c net.Conn) {
+		pings++ // events run one at a time
+		c.SetWriteDeadline(time.Now().Add(10 * time.Millisecond))
+		c.Write([]byte("ping\n")) // it counts as writing: the next ping is 15s from now
+	}
+	conn := h.IdleConn(accepted, time.Minute, timingwheel.OnWriteIdle(15*time.Second, ping))
+	defer conn.Close()
+	peer := bufio.NewReader(client)
+
+	mock.Add(15 * time.Second)
+	h.Advance()
+	line, _ := peer.ReadString('\n')
+	fmt.Printf("15s: %s", line)
+
+	mock.Add(10 * time.Second)
+	fmt.Fprintln(conn, "news") // data: no ping needed until 15s from now
+	line, _ = peer.ReadString('\n')
+	fmt.Printf("25s: %s", line)
+
+	mock.Add(10 * time.Second)
+	h.Advance()
+	fmt.Println("35s: pings so far:", pings)
+
+	mock.Add(5 * time.Second)
+	h.Advance()
+	line, _ = peer.ReadString('\n')
+	fmt.Printf("40s: %s", line)
+	// Output:
+	// 15s: ping
+	// 25s: news
+	// 35s: pings so far: 1
+	// 40s: ping
+}
+
+// A server asks a silent peer whether it is still there, twice, before
+// giving up on it. The question is handed to the conn's writer goroutine:
+// the event must not block, and a send on a buffered channel with a
+// default case never does.
+func ExampleOnReadIdle() {
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	server, client := net.Pipe()
+
+	questions := make(chan string, 1)
+	silences := 0
+	conn := h.IdleConn(server, 10*time.Second, timingwheel.OnReadIdle(func(c net.Conn) {
+		// Each time 10s pass with nothing read; data read would restart
+		// the count.
+		if silences++; silences == 3 {
+			c.Close()
+			return
+		}
+		select {
+		case questions <- "still there?\n":
+		default: // the writer is busy: it has a question queued already
+		}
+	}))
+	go func() { // the conn's writer
+		for q := range questions {
+			conn.Write([]byte(q))
+		}
+	}()
+	defer close(questions)
+
+	peer := bufio.NewReader(client)
+	for _, at := range []string{"10s", "20s", "30s"} {
+		mock.Add(10 * time.Second)
+		h.Advance()
+		line, err := peer.ReadString('\n')
+		if err != nil {
+			fmt.Printf("%s: the server closed the conn (%v)\n", at, err)
+			break
+		}
+		fmt.Printf("%s: %s", at, line)
+	}
+	// Output:
+	// 10s: still there?
+	// 20s: still there?
+	// 30s: the server closed the conn (EOF)
+}
+
+// A proxy caps every connection at an hour, busy or not; the cut is the
+// idle close's, so the conn's reader sees the timeout error it knows.
+func ExampleMaxLifetime() {
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	server, client := net.Pipe()
+	defer client.Close()
+	conn := h.IdleConn(server, 30*time.Minute, timingwheel.MaxLifetime(time.Hour))
+
+	go func() {
+		for {
+			if _, err := client.Write([]byte("busy")); err != nil {
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 4)
+	for _, at := range []string{"20m", "40m", "60m"} {
+		mock.Add(20 * time.Minute) // never idle for 30 minutes
+		h.Advance()
+		_, err := conn.Read(buf)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			fmt.Printf("%s: closed, a timeout: %v\n", at, errors.Is(err, os.ErrDeadlineExceeded))
+			break
+		}
+		fmt.Printf("%s: %s\n", at, buf)
+	}
+	// Output:
+	// 20m: busy
+	// 40m: busy
+	// 60m: closed, a timeout: true
+}

@@ -40,9 +40,19 @@ import (
 //	NetConn() net.Conn       // c itself, as tls.Conn.NetConn; reading from it does not re-arm the timeout
 //	IdleDeadline() time.Time // when the conn is (or was) to be closed for being idle, on the hierarchy's clock
 //
+// (With [OnReadIdle], IdleDeadline is when the next read-idle event is due;
+// once the hierarchy has closed the conn, the deadline it closed it for:
+// idle after the last Read, or the end of its [MaxLifetime].)
+//
+// Options add idle events (see [IdleOption]): [OnReadIdle] calls a function
+// instead of closing, [OnWriteIdle] calls one when nothing has been written
+// for a while (to send a ping), and [MaxLifetime] closes the conn at an age
+// whatever its traffic. What is said above holds with options too; an
+// OnReadIdle conn is closed for being idle only if f closes it.
+//
 // Every method is safe for concurrent use, as c's are. IdleConn panics if c
-// is nil or idle <= 0.
-func (h *Hierarchy) IdleConn(c net.Conn, idle time.Duration) net.Conn {
+// is nil, idle <= 0, or an option is nil.
+func (h *Hierarchy) IdleConn(c net.Conn, idle time.Duration, opts ...IdleOption) net.Conn {
 	if h == nil {
 		panic("timingwheel: IdleConn called on a nil Hierarchy")
 	}
@@ -50,6 +60,15 @@ func (h *Hierarchy) IdleConn(c net.Conn, idle time.Duration) net.Conn {
 		panic("timingwheel: IdleConn called with a nil net.Conn")
 	}
 	checkIdle("IdleConn", idle)
+	cfg := idleOptions("IdleConn", opts)
+	return h.wrapIdle(c, idle, &cfg)
+}
+
+// wrapIdle wraps c for IdleConn and for IdleListener's Accept.
+func (h *Hierarchy) wrapIdle(c net.Conn, idle time.Duration, cfg *idleConfig) net.Conn {
+	if cfg.set {
+		return h.newEventConn(c, idle, cfg)
+	}
 	ic := &idleConn{Conn: c, idle: idle}
 	ic.t.Init(h, ic.expire) // the one allocation besides ic: the method value
 	ic.t.Reset(idle)
@@ -57,10 +76,10 @@ func (h *Hierarchy) IdleConn(c net.Conn, idle time.Duration) net.Conn {
 }
 
 // IdleListener returns l wrapped so that every conn its Accept returns is
-// wrapped by [Hierarchy.IdleConn] with idle, its timeout counted from the
-// Accept. Its other methods are l's. IdleListener panics if l is nil or
-// idle <= 0.
-func (h *Hierarchy) IdleListener(l net.Listener, idle time.Duration) net.Listener {
+// wrapped by [Hierarchy.IdleConn] with idle and opts, its timeout (and the
+// options' events and lifetime) counted from the Accept. Its other methods
+// are l's. IdleListener panics if l is nil, idle <= 0, or an option is nil.
+func (h *Hierarchy) IdleListener(l net.Listener, idle time.Duration, opts ...IdleOption) net.Listener {
 	if h == nil {
 		panic("timingwheel: IdleListener called on a nil Hierarchy")
 	}
@@ -68,7 +87,7 @@ func (h *Hierarchy) IdleListener(l net.Listener, idle time.Duration) net.Listene
 		panic("timingwheel: IdleListener called with a nil net.Listener")
 	}
 	checkIdle("IdleListener", idle)
-	return &idleListener{Listener: l, h: h, idle: idle}
+	return &idleListener{Listener: l, h: h, idle: idle, cfg: idleOptions("IdleListener", opts)}
 }
 
 func checkIdle(method string, idle time.Duration) {
@@ -81,6 +100,7 @@ type idleListener struct {
 	net.Listener
 	h    *Hierarchy
 	idle time.Duration
+	cfg  idleConfig
 }
 
 // Accept waits for the next connection and returns it wrapped by IdleConn.
@@ -89,7 +109,7 @@ func (l *idleListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return c, err
 	}
-	return l.h.IdleConn(c, l.idle), nil
+	return l.h.wrapIdle(c, l.idle, &l.cfg), nil
 }
 
 // Bits of idleConn.state.

@@ -1,0 +1,272 @@
+//go:build idleevents
+
+package bench
+
+import (
+	"net"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/timingwheel/timingwheel"
+)
+
+// Idle events (OnReadIdle, OnWriteIdle, MaxLifetime) against what servers
+// write without them: a time.Ticker per connection for the ping and
+// SetReadDeadline for the close. This file builds only with -tags
+// idleevents, because the options are not in every version of the library:
+//
+//	cd bench && go test -tags idleevents -run '^$' -bench 'IdleEvents' -benchtime 1x ./...   # heap
+//	cd bench && go test -tags idleevents -run '^$' -bench 'IdleEventsRearm|IdleEventsIO' -count 8 ./...
+
+// pingEvery is the write-idle time of the benchmarks: a WebSocket server's
+// ping period.
+const pingEvery = 15 * time.Second
+
+// heapAndStack returns HeapAlloc and StackInuse after a GC.
+func heapAndStack() (heap, stack uint64) {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc, ms.StackInuse
+}
+
+// BenchmarkHeapIdleEvents reports what each way of keeping a read-idle
+// close and a write-idle ping per connection adds per connection, for
+// 10,000 open TCP connections (1,000 if they do not fit): heap bytes
+// (B/conn) and goroutine stack bytes (stack-B/conn), after a GC, before and
+// after arming, divided by the count. The connections are open before the
+// first reading.
+//
+//   - impl=wheel/api=IdleConn+OnWriteIdle: h.IdleConn(c, idle,
+//     OnWriteIdle(ping, f)), the wrapper that closes on read idle and
+//     calls f on write idle; no goroutine.
+//   - impl=runtime/api=Ticker+SetReadDeadline: time.NewTicker(ping) and
+//     c.SetReadDeadline: the ticker alone, for a server whose per-conn
+//     writer goroutine exists anyway. SetReadDeadline's runtime timer lives
+//     in the conn's poll descriptor, outside the Go heap, and costs nothing
+//     here.
+//   - impl=runtime/api=Ticker+SetReadDeadline+goroutine: plus the goroutine
+//     that waits on the ticker's channel to write the ping (gorilla/
+//     websocket's chat example has it, as writePump), for a server that
+//     needs no writer goroutine otherwise.
+func BenchmarkHeapIdleEvents(b *testing.B) {
+	n := connCounts[len(connCounts)-1]
+	if fdsFor(n) > fdLimit() {
+		n = connCounts[0]
+	}
+	size := "conns=" + strconv.Itoa(n)
+	set, why := openConns(b, n)
+	if set == nil {
+		b.Run(size, func(b *testing.B) { skipped(b, why) })
+		return
+	}
+	defer set.close()
+	// One option for every conn, as IdleListener applies its options once.
+	onWriteIdle := timingwheel.OnWriteIdle(pingEvery, func(net.Conn) {})
+	// What callers hold anyway, a handle per conn, is allocated before the
+	// first reading.
+	wrapped := make([]net.Conn, n)
+	tickers := make([]*time.Ticker, n)
+	for _, api := range []string{"wheel/api=IdleConn+OnWriteIdle", "runtime/api=Ticker+SetReadDeadline",
+		"runtime/api=Ticker+SetReadDeadline+goroutine"} {
+		b.Run("impl="+api+"/"+size, func(b *testing.B) {
+			b.ReportAllocs()
+			var perConn, stackPerConn float64
+			for b.Loop() {
+				heap0, stack0 := heapAndStack()
+				var disarm func()
+				switch api {
+				case "wheel/api=IdleConn+OnWriteIdle":
+					h, err := timingwheel.New()
+					if err != nil {
+						b.Fatal(err)
+					}
+					h.Start()
+					for i, c := range set.conns {
+						wrapped[i] = h.IdleConn(c, farDuration(i), onWriteIdle)
+					}
+					disarm = func() {
+						h.Stop() // the wrappers are dropped, not closed: that would close the conns
+						clear(wrapped)
+					}
+				default:
+					withGoroutine := api == "runtime/api=Ticker+SetReadDeadline+goroutine"
+					done := make(chan struct{})
+					now := time.Now()
+					for i, c := range set.conns {
+						c.SetReadDeadline(now.Add(farDuration(i)))
+						t := time.NewTicker(pingEvery)
+						tickers[i] = t
+						if withGoroutine {
+							go func() {
+								for {
+									select {
+									case <-t.C:
+									case <-done:
+										return
+									}
+								}
+							}()
+						}
+					}
+					disarm = func() {
+						close(done)
+						for i, c := range set.conns {
+							tickers[i].Stop()
+							c.SetReadDeadline(time.Time{})
+						}
+						clear(tickers)
+					}
+				}
+				heap1, stack1 := heapAndStack()
+				disarm()
+				perConn += (float64(heap1) - float64(heap0)) / float64(n)
+				stackPerConn += (float64(stack1) - float64(stack0)) / float64(n)
+			}
+			b.ReportMetric(perConn/float64(b.N), "B/conn")
+			b.ReportMetric(stackPerConn/float64(b.N), "stack-B/conn")
+			settle()
+		})
+	}
+}
+
+// instantConn moves data at once: benchmarks over it measure a wrapper and
+// its re-arming, not the socket.
+type instantConn struct{ net.Conn }
+
+func (instantConn) Read(p []byte) (int, error)  { return len(p), nil }
+func (instantConn) Write(p []byte) (int, error) { return len(p), nil }
+func (instantConn) Close() error                { return nil }
+
+// BenchmarkIdleEventsRearm isolates what counting a Read or a Write for the
+// idle events costs, without the I/O: the wrapper's Read and Write over a
+// conn that returns at once. impl=idleconn is IdleConn without options
+// (Read re-arms its timer; Write counts for nothing); impl=events has
+// OnReadIdle and OnWriteIdle. impl=runtime is what a server does without
+// the wheel: SetReadDeadline before a Read on a real TCP conn, and Reset of
+// its ping Ticker after a Write, so that pings go only to conns it has not
+// written to.
+func BenchmarkIdleEventsRearm(b *testing.B) {
+	const idle = time.Hour // -count runs in one process: no event may come
+	f := func(net.Conn) {}
+	buf := make([]byte, 64)
+	for _, op := range []string{"read", "write"} {
+		for _, impl := range []string{"idleconn", "events", "runtime"} {
+			b.Run("op="+op+"/impl="+impl, func(b *testing.B) {
+				h, err := timingwheel.New()
+				if err != nil {
+					b.Fatal(err)
+				}
+				h.Start()
+				defer h.Stop()
+				var conn net.Conn
+				switch impl {
+				case "idleconn":
+					conn = h.IdleConn(instantConn{}, idle)
+				case "events":
+					conn = h.IdleConn(instantConn{}, idle, timingwheel.OnReadIdle(f), timingwheel.OnWriteIdle(pingEvery, f))
+				}
+				if conn != nil {
+					defer conn.Close()
+					b.ReportAllocs()
+					for b.Loop() {
+						if op == "read" {
+							conn.Read(buf)
+						} else {
+							conn.Write(buf)
+						}
+					}
+					return
+				}
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer ln.Close()
+				c, err := net.Dial("tcp", ln.Addr().String())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close()
+				ticker := time.NewTicker(pingEvery)
+				defer ticker.Stop()
+				b.ReportAllocs()
+				for b.Loop() {
+					if op == "read" {
+						c.SetReadDeadline(time.Now().Add(idle))
+					} else {
+						ticker.Reset(pingEvery)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkIdleEventsIO: a Write then a Read of readSize bytes on a loopback
+// TCP connection, as BenchmarkIdleConnRead, with the reading end plain
+// (impl=raw), wrapped by IdleConn (impl=idleconn) and wrapped with
+// OnReadIdle and OnWriteIdle (impl=events); op=write does the same with
+// the writing end wrapped.
+func BenchmarkIdleEventsIO(b *testing.B) {
+	f := func(net.Conn) {}
+	for _, op := range []string{"read", "write"} {
+		for _, impl := range []string{"raw", "idleconn", "events"} {
+			b.Run("op="+op+"/impl="+impl+"/size="+strconv.Itoa(readSize)+"B", func(b *testing.B) {
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer ln.Close()
+				w, err := net.Dial("tcp", ln.Addr().String())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer w.Close()
+				r, err := ln.Accept()
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer r.Close()
+				h, err := timingwheel.New()
+				if err != nil {
+					b.Fatal(err)
+				}
+				h.Start()
+				defer h.Stop()
+				wrap := func(c net.Conn) net.Conn {
+					switch impl {
+					case "idleconn":
+						return h.IdleConn(c, heartbeat)
+					case "events":
+						return h.IdleConn(c, heartbeat, timingwheel.OnReadIdle(f), timingwheel.OnWriteIdle(time.Hour, f))
+					}
+					return c
+				}
+				reader, writer := r, w
+				if op == "read" {
+					reader = wrap(r)
+				} else {
+					writer = wrap(w)
+				}
+				if _, err := w.Write(make([]byte, 64<<10)); err != nil {
+					b.Fatal(err)
+				}
+				out, in := make([]byte, readSize), make([]byte, readSize)
+				b.ReportAllocs()
+				b.SetBytes(readSize)
+				for b.Loop() {
+					if _, err := writer.Write(out); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := reader.Read(in); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package conformance
+
+import (
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/timingwheel/timingwheel"
+	"golang.org/x/net/nettest"
+)
+
+// TestIdleConn runs nettest.TestConn, the standard conformance suite for
+// net.Conn implementations, on both ends of a loopback TCP connection and of
+// a net.Pipe, each wrapped by IdleConn: without options, with each option
+// alone and with all of them. The driver runs on the real clock. The events
+// fire while the suite runs (a millisecond apart) but do nothing, so they
+// must not disturb the conn; the idle close and the lifetime are far off,
+// as the suite needs its conns open.
+func TestIdleConn(t *testing.T) {
+	h, err := timingwheel.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Start()
+	defer h.Stop()
+	var events atomic.Int64
+	nop := func(net.Conn) { events.Add(1) }
+	options := []struct {
+		name string
+		opts []timingwheel.IdleOption
+	}{
+		{"none", nil},
+		{"OnReadIdle", []timingwheel.IdleOption{timingwheel.OnReadIdle(nop)}},
+		{"OnWriteIdle", []timingwheel.IdleOption{timingwheel.OnWriteIdle(time.Millisecond, nop)}},
+		{"MaxLifetime", []timingwheel.IdleOption{timingwheel.MaxLifetime(time.Hour)}},
+		{"all", []timingwheel.IdleOption{timingwheel.OnReadIdle(nop), timingwheel.OnWriteIdle(time.Millisecond, nop),
+			timingwheel.MaxLifetime(time.Hour)}},
+	}
+	for _, o := range options {
+		idle := time.Hour
+		if o.name == "OnReadIdle" || o.name == "all" {
+			idle = time.Millisecond // events, not a close
+		}
+		wrap := func(c1, c2 net.Conn) (net.Conn, net.Conn) {
+			return h.IdleConn(c1, idle, o.opts...), h.IdleConn(c2, idle, o.opts...)
+		}
+		t.Run("options="+o.name+"/transport=tcp", func(t *testing.T) {
+			nettest.TestConn(t, func() (c1, c2 net.Conn, stop func(), err error) {
+				ln, err := nettest.NewLocalListener("tcp4")
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				defer ln.Close()
+				accepted := make(chan net.Conn, 1)
+				errc := make(chan error, 1)
+				go func() {
+					c, err := ln.Accept()
+					if err != nil {
+						errc <- err
+						return
+					}
+					accepted <- c
+				}()
+				d, err := net.DialTimeout("tcp4", ln.Addr().String(), 10*time.Second)
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				var a net.Conn
+				select {
+				case a = <-accepted:
+				case err := <-errc:
+					d.Close()
+					return nil, nil, nil, err
+				case <-time.After(10 * time.Second):
+					d.Close()
+					t.Fatal("hung: Accept of a dialled connection did not return within 10s")
+				}
+				c1, c2 = wrap(a, d)
+				return c1, c2, func() { c1.Close(); c2.Close() }, nil
+			})
+		})
+		t.Run("options="+o.name+"/transport=pipe", func(t *testing.T) {
+			nettest.TestConn(t, func() (c1, c2 net.Conn, stop func(), err error) {
+				p1, p2 := net.Pipe()
+				c1, c2 = wrap(p1, p2)
+				return c1, c2, func() { c1.Close(); c2.Close() }, nil
+			})
+		})
+	}
+	t.Logf("idle events that ran during the suite: %d", events.Load())
+	if events.Load() == 0 {
+		t.Error("no idle event ran: the suite did not test conns with events firing")
+	}
+	if n := h.Len(); n != 0 {
+		t.Errorf("%d timers armed after every conn was closed", n)
+	}
+}

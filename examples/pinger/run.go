@@ -1,0 +1,555 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/timingwheel/timingwheel"
+)
+
+// The ways the server keeps its pings and idle closes (-mode).
+const (
+	modeWheel  = "wheel"  // IdleConn with OnWriteIdle: the wheel pings and closes, no goroutine of its own
+	modeTicker = "ticker" // a writer goroutine per conn with a time.Ticker, and SetReadDeadline before every Read
+	modeBoth   = "both"   // each in a process of its own, then compared
+)
+
+var modeHow = map[string]string{
+	modeWheel:  "IdleConn + OnWriteIdle: the timing wheel pings and closes",
+	modeTicker: "a writer goroutine with a time.Ticker per conn, SetReadDeadline before every Read",
+}
+
+// config is everything run needs.
+type config struct {
+	Mode     string
+	Conns    int
+	Ping     time.Duration // ping a conn the server has written nothing to for this long
+	Timeout  time.Duration // close a conn that has sent nothing for this long
+	Interval time.Duration // mean gap between a client's heartbeats
+	Msg      time.Duration // mean gap between the server's own messages to one conn
+	Silent   float64       // fraction of clients that fall silent
+	Duration time.Duration // how long to run once every client is connected
+	Seed     uint64
+	Progress io.Writer // a line per second; nil for none
+}
+
+func defaultConfig() config {
+	return config{
+		Mode:     modeBoth,
+		Conns:    10_000,
+		Ping:     time.Second,
+		Timeout:  3 * time.Second,
+		Interval: time.Second,
+		Msg:      5 * time.Second,
+		Silent:   0.2,
+		Duration: 8 * time.Second,
+	}
+}
+
+// slack separates the last deadline of a silent client from the end of the
+// run, so that "every silent client was closed" is a fair check.
+const slack = time.Second
+
+func (c config) validate() error {
+	switch {
+	case c.Mode != modeWheel && c.Mode != modeTicker && c.Mode != modeBoth:
+		return fmt.Errorf("-mode must be %s, %s or %s, got %q", modeWheel, modeTicker, modeBoth, c.Mode)
+	case c.Conns <= 0:
+		return fmt.Errorf("-conns must be positive, got %d", c.Conns)
+	case c.Ping <= 0 || c.Timeout <= 0 || c.Interval <= 0 || c.Msg <= 0:
+		return errors.New("-ping, -timeout, -interval and -msg must be positive")
+	case c.Interval > c.Timeout/2:
+		return fmt.Errorf("-interval (%v) must be at most half of -timeout (%v), or heartbeating clients could be closed", c.Interval, c.Timeout)
+	case math.IsNaN(c.Silent) || c.Silent < 0 || c.Silent > 1:
+		return fmt.Errorf("-silent must be between 0 and 1, got %v", c.Silent)
+	case c.Duration <= c.Timeout+slack:
+		return fmt.Errorf("-duration (%v) must be longer than -timeout (%v) plus %v, so that silent clients are seen closed", c.Duration, c.Timeout, slack)
+	}
+	return nil
+}
+
+// report is what one run measured; main prints it and compares two.
+type report struct {
+	Mode, How string
+	Conns     int
+	Elapsed   time.Duration
+
+	PingsSent, PingsReceived, Msgs int64
+	PingEarly                      int   // pings sent less than Ping after the previous write began
+	PingLate                       []int // lateness quantiles p50, p99, max in µs
+	Closes, Silent                 int
+	CloseEarly                     int // closes less than Timeout after the client's last heartbeat
+	CloseLate                      []int
+	WrongCloses, LeftOpen          int
+
+	CPU               time.Duration // process CPU over the run, clients included
+	HeapPerConn       float64       // whole process, clients included
+	StackPerConn      float64
+	GoroutinesPerConn float64
+}
+
+func (r *report) problems() []string {
+	var p []string
+	if r.PingEarly > 0 {
+		p = append(p, fmt.Sprintf("%d pings came before %s of write silence", r.PingEarly, "-ping"))
+	}
+	if r.CloseEarly > 0 {
+		p = append(p, fmt.Sprintf("%d conns closed before -timeout of read silence", r.CloseEarly))
+	}
+	if r.WrongCloses > 0 {
+		p = append(p, fmt.Sprintf("%d heartbeating clients were closed", r.WrongCloses))
+	}
+	if r.LeftOpen > 0 {
+		p = append(p, fmt.Sprintf("%d silent clients were left open", r.LeftOpen))
+	}
+	if r.PingsSent == 0 {
+		p = append(p, "no ping was sent")
+	}
+	return p
+}
+
+// sconn is the server's side of one conn.
+type sconn struct {
+	c         net.Conn      // wrapped by IdleConn in wheel mode
+	lastWrite atomic.Int64  // ns since base, taken just before the last Write of data began
+	send      chan struct{} // ticker mode: the writer's queue
+	quit      chan struct{} // ticker mode: the reader ended
+}
+
+type server struct {
+	cfg  config
+	base time.Time
+	h    *timingwheel.Hierarchy // wheel mode
+
+	pings, msgs atomic.Int64
+	mu          sync.Mutex
+	pingLate    []time.Duration
+	pingEarly   int
+	closeLate   []time.Duration
+	conns       []*sconn
+	wg          sync.WaitGroup
+}
+
+func (s *server) since() int64 { return int64(time.Since(s.base)) }
+
+var (
+	pingLine = []byte("ping\n")
+	msgLine  = []byte("news\n")
+)
+
+// write writes line to sc under a short write deadline, so that a peer
+// that reads nothing never blocks the writer for long.
+func (s *server) write(sc *sconn, line []byte) {
+	sc.lastWrite.Store(s.since())
+	sc.c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+	sc.c.Write(line)
+}
+
+// ping sends a ping, first recording how long the conn had been written
+// nothing: never less than Ping, unless an event was early.
+func (s *server) ping(sc *sconn) {
+	gap := time.Duration(s.since() - sc.lastWrite.Load())
+	s.mu.Lock()
+	if gap < s.cfg.Ping {
+		s.pingEarly++
+	}
+	s.pingLate = append(s.pingLate, gap-s.cfg.Ping)
+	s.mu.Unlock()
+	s.pings.Add(1)
+	s.write(sc, pingLine)
+}
+
+func (s *server) accept(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		sc := &sconn{c: c}
+		sc.lastWrite.Store(s.since())
+		if s.h != nil {
+			// The idle close and the ping in one wrapper; f is the
+			// conn's own, so it finds the conn's state without a lookup.
+			sc.c = s.h.IdleConn(c, s.cfg.Timeout, timingwheel.OnWriteIdle(s.cfg.Ping, func(net.Conn) { s.ping(sc) }))
+		} else {
+			sc.send, sc.quit = make(chan struct{}, 1), make(chan struct{})
+			s.wg.Go(func() { s.writer(sc) })
+		}
+		s.mu.Lock()
+		s.conns = append(s.conns, sc)
+		s.mu.Unlock()
+		s.wg.Go(func() { s.reader(sc) })
+	}
+}
+
+// writer is ticker mode's writer goroutine: the server's messages and, on
+// the ticker, pings. The ticker restarts after every write, so a ping goes
+// only to a conn written nothing for Ping, as in wheel mode.
+func (s *server) writer(sc *sconn) {
+	t := time.NewTicker(s.cfg.Ping)
+	defer t.Stop()
+	for {
+		select {
+		case <-sc.quit:
+			return
+		case <-sc.send:
+			s.write(sc, msgLine)
+		case <-t.C:
+			s.ping(sc)
+		}
+		t.Reset(s.cfg.Ping)
+	}
+}
+
+// deadlineReader is ticker mode's reader: a read deadline Timeout from now
+// before every Read.
+type deadlineReader struct {
+	c        net.Conn
+	timeout  time.Duration
+	deadline time.Time
+}
+
+func (r *deadlineReader) Read(p []byte) (int, error) {
+	r.deadline = time.Now().Add(r.timeout)
+	if err := r.c.SetReadDeadline(r.deadline); err != nil {
+		return 0, err
+	}
+	return r.c.Read(p)
+}
+
+// reader reads heartbeats until the conn ends, and records how late an
+// idle close was against the deadline it was closed for.
+func (s *server) reader(sc *sconn) {
+	var r io.Reader = sc.c
+	dr := (*deadlineReader)(nil)
+	if s.h == nil {
+		dr = &deadlineReader{c: sc.c, timeout: s.cfg.Timeout}
+		r = dr
+	}
+	br := bufio.NewReaderSize(r, 64)
+	for {
+		if _, err := br.ReadSlice('\n'); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				var deadline time.Time
+				if dr != nil {
+					deadline = dr.deadline
+				} else {
+					deadline = sc.c.(interface{ IdleDeadline() time.Time }).IdleDeadline()
+				}
+				late := time.Since(deadline)
+				s.mu.Lock()
+				s.closeLate = append(s.closeLate, late)
+				s.mu.Unlock()
+			}
+			break
+		}
+	}
+	sc.c.Close()
+	if sc.quit != nil {
+		close(sc.quit)
+	}
+}
+
+// messages sends the server's own rare messages: each conn gets one about
+// every Msg, to a random conn at a time, from one goroutine.
+func (s *server) messages(stop <-chan struct{}, rng *rand.Rand) {
+	const every = 10 * time.Millisecond
+	t := time.NewTicker(every)
+	defer t.Stop()
+	perTick := float64(s.cfg.Conns) * float64(every) / float64(s.cfg.Msg)
+	owed := 0.0
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		conns := s.conns
+		s.mu.Unlock()
+		for owed += perTick; owed >= 1; owed-- {
+			sc := conns[rng.IntN(len(conns))]
+			s.msgs.Add(1)
+			if sc.send != nil {
+				select {
+				case sc.send <- struct{}{}:
+				default: // one is queued already
+				}
+			} else {
+				s.write(sc, msgLine)
+			}
+		}
+	}
+}
+
+// client is one of the demo's clients: it sends a heartbeat about every
+// Interval (a silent one stops at quietAt) and counts the pings it gets.
+type client struct {
+	conn     net.Conn
+	silent   bool
+	quietAt  int64 // ns since base
+	lastSend atomic.Int64
+	pings    atomic.Int64
+	endAt    atomic.Int64 // ns since base when its Read failed; 0 while open
+	hb       *time.Timer
+	rng      *rand.Rand
+}
+
+func (cl *client) heartbeat(s *server) {
+	now := s.since()
+	if cl.silent && now >= cl.quietAt {
+		return
+	}
+	cl.lastSend.Store(now)
+	if _, err := cl.conn.Write([]byte("hb\n")); err != nil {
+		return
+	}
+	iv := s.cfg.Interval
+	cl.hb.Reset(iv*4/5 + time.Duration(cl.rng.Int64N(int64(iv*2/5)+1)))
+}
+
+func (cl *client) read(s *server) {
+	br := bufio.NewReaderSize(cl.conn, 64)
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			cl.endAt.Store(max(s.since(), 1))
+			return
+		}
+		if string(line) == "ping\n" {
+			cl.pings.Add(1)
+		}
+	}
+}
+
+// memory returns HeapAlloc and StackInuse after a GC, and the goroutines.
+func memory() (heap, stack uint64, goroutines int) {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc, ms.StackInuse, runtime.NumGoroutine()
+}
+
+// run runs one mode: the server, cfg.Conns clients, cfg.Duration, and the
+// report.
+func run(cfg config) (*report, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Mode == modeBoth {
+		return nil, errors.New("run takes one mode; main runs both in turn")
+	}
+	progress := cfg.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	n := cfg.Conns
+	if limit := raiseFileLimit(2*uint64(n) + 64); limit != 0 && limit < 2*uint64(n)+64 {
+		n = int(max(limit, 64)-64) / 2
+		fmt.Fprintf(progress, "pinger: running %d conns, not %d: the open file limit is %d (both ends are in this process)\n", n, cfg.Conns, limit)
+	}
+	if n < 1 {
+		return nil, errors.New("the open file limit leaves room for no connection; raise it with ulimit -n")
+	}
+	cfg.Conns = n
+	rep := &report{Mode: cfg.Mode, How: modeHow[cfg.Mode], Conns: n}
+	s := &server{cfg: cfg, base: time.Now()}
+	if cfg.Mode == modeWheel {
+		h, err := timingwheel.New()
+		if err != nil {
+			return nil, err
+		}
+		h.Start()
+		defer h.Stop()
+		s.h = h
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	heap0, stack0, g0 := memory()
+	acceptDone := make(chan struct{})
+	go func() { defer close(acceptDone); s.accept(ln) }()
+
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x9196))
+	clients := make([]*client, n)
+	nSilent := int(math.Round(cfg.Silent * float64(n)))
+	for i, j := range rng.Perm(n) {
+		clients[j] = &client{silent: i < nSilent, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(j)))}
+	}
+	teardown := sync.OnceFunc(func() {
+		ln.Close()
+		<-acceptDone
+		for _, cl := range clients {
+			if cl.hb != nil {
+				cl.hb.Stop()
+			}
+			if cl.conn != nil {
+				cl.conn.Close()
+			}
+		}
+		s.mu.Lock()
+		for _, sc := range s.conns {
+			sc.c.Close()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
+	})
+	defer teardown()
+	var readers sync.WaitGroup
+	dialStart := time.Now()
+	if err := dialAll(ln.Addr().String(), clients); err != nil {
+		return nil, err
+	}
+	for wait := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		s.mu.Lock()
+		got := len(s.conns)
+		s.mu.Unlock()
+		if got == n || time.Now().After(wait) {
+			break
+		}
+	}
+	for _, cl := range clients {
+		readers.Go(func() { cl.read(s) })
+	}
+	heap1, stack1, g1 := memory()
+	rep.HeapPerConn = (float64(heap1) - float64(heap0)) / float64(n)
+	rep.StackPerConn = (float64(stack1) - float64(stack0)) / float64(n)
+	rep.GoroutinesPerConn = float64(g1-g0) / float64(n)
+	fmt.Fprintf(progress, "pinger: mode %s (%s)\n", cfg.Mode, rep.How)
+	fmt.Fprintf(progress, "pinger: %d clients connected in %v (%d will fall silent); ping after %v of write silence, close after %v of read silence, running %v\n",
+		n, time.Since(dialStart).Round(time.Millisecond), nSilent, cfg.Ping, cfg.Timeout, cfg.Duration)
+
+	// Run: heartbeats start, silent clients stop at random moments that
+	// leave their last deadline slack before the end.
+	start := s.since()
+	cpu0 := processCPU()
+	window := cfg.Duration - cfg.Timeout - slack
+	for _, cl := range clients {
+		if cl.silent {
+			cl.quietAt = start + cl.rng.Int64N(int64(window))
+		}
+		cl.hb = time.AfterFunc(time.Hour, func() { cl.heartbeat(s) }) // armed once cl.hb is set: heartbeat reads it
+		cl.hb.Reset(time.Duration(cl.rng.Int64N(int64(cfg.Interval))))
+	}
+	stop := make(chan struct{})
+	msgDone := make(chan struct{})
+	go func() { defer close(msgDone); s.messages(stop, rand.New(rand.NewPCG(cfg.Seed, 0x4d5))) }()
+	tick := time.NewTicker(time.Second)
+	end := time.NewTimer(cfg.Duration)
+	lastPings := int64(0)
+loop:
+	for {
+		select {
+		case <-end.C:
+			break loop
+		case <-tick.C:
+			p := s.pings.Load()
+			closed := 0
+			for _, cl := range clients {
+				if cl.endAt.Load() != 0 {
+					closed++
+				}
+			}
+			fmt.Fprintf(progress, "%5.1fs  open %6d  pings/s %6d  closed idle %6d  goroutines %6d\n",
+				time.Duration(s.since()-start).Seconds(), n-closed, p-lastPings, closed, runtime.NumGoroutine())
+			lastPings = p
+		}
+	}
+	tick.Stop()
+	close(stop)
+	<-msgDone
+	endAt := s.since()
+	rep.Elapsed = time.Duration(endAt - start)
+	rep.CPU = processCPU() - cpu0
+	for _, cl := range clients {
+		cl.hb.Stop()
+	}
+
+	// Judge, from the clients' side: a silent client must be closed, no
+	// sooner than Timeout after its last heartbeat; the others must not.
+	for _, cl := range clients {
+		rep.PingsReceived += cl.pings.Load()
+		closedAt := cl.endAt.Load()
+		switch {
+		case cl.silent:
+			rep.Silent++
+			if closedAt == 0 {
+				rep.LeftOpen++
+			} else if time.Duration(closedAt-cl.lastSend.Load()) < cfg.Timeout {
+				rep.CloseEarly++
+			}
+		case closedAt != 0:
+			rep.WrongCloses++
+		}
+	}
+	s.mu.Lock()
+	rep.PingsSent, rep.Msgs = s.pings.Load(), s.msgs.Load()
+	rep.PingEarly = s.pingEarly
+	rep.PingLate = quantiles(s.pingLate)
+	rep.Closes = len(s.closeLate)
+	for _, l := range s.closeLate {
+		if l < 0 {
+			rep.CloseEarly++
+		}
+	}
+	rep.CloseLate = quantiles(s.closeLate)
+	s.mu.Unlock()
+	teardown()
+	readers.Wait()
+	return rep, nil
+}
+
+// quantiles returns p50, p99 and the max of ds, in µs.
+func quantiles(ds []time.Duration) []int {
+	if len(ds) == 0 {
+		return nil
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	at := func(q float64) int { return int(s[min(len(s)-1, int(q*float64(len(s))))] / time.Microsecond) }
+	return []int{at(0.5), at(0.99), int(s[len(s)-1] / time.Microsecond)}
+}
+
+// dialAll connects every client, 64 at a time.
+func dialAll(addr string, clients []*client) error {
+	ids := make(chan int)
+	var failed atomic.Pointer[error]
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for i := range ids {
+				c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+				if err != nil {
+					failed.CompareAndSwap(nil, &err)
+					continue
+				}
+				clients[i].conn = c
+			}
+		})
+	}
+	for i := range clients {
+		if failed.Load() != nil {
+			break
+		}
+		ids <- i
+	}
+	close(ids)
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		return fmt.Errorf("connecting the clients: %w", *err)
+	}
+	return nil
+}
