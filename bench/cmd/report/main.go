@@ -84,7 +84,7 @@ const keepMarker = "<!-- Sections below are measured by the commands they give; 
 
 // optionalTags are build tags that add benchmarks of library features that
 // are newer than some library versions.
-var optionalTags = []string{"idleconn", "parallelcallbacks"}
+var optionalTags = []string{"idleconn", "parallelcallbacks", "idleevents"}
 
 func main() {
 	log.SetFlags(0)
