@@ -20,12 +20,16 @@
 //     it (a retransmit timer per packet);
 //   - [Timeouts] is a set of keys that each expire at their own deadline
 //     (an idle timeout per connection, keyed by the connection), and
-//     [Hierarchy.IdleConn] wraps a net.Conn so that it is closed once idle;
+//     [Hierarchy.IdleConn] wraps a net.Conn so that it is closed once idle,
+//     with optional idle events ([OnReadIdle], [OnWriteIdle],
+//     [MaxLifetime]);
 //   - [Hierarchy.Every] and [Timer.ResetEvery] run a callback periodically,
 //     on a grid that does not drift, like [time.Ticker];
 //   - [Timer.InitOn] runs a timer's callback through an executor, such as
 //     an event loop's queue, with Stop and Reset still able to cancel it
-//     until it starts there.
+//     until it starts there;
+//   - [Hierarchy.WithTimeout] and [Hierarchy.WithDeadline] are request
+//     deadlines: drop-ins for the context package's, kept by the wheel.
 //
 // # Resolution
 //

@@ -211,3 +211,19 @@ func TestSearchHandler(t *testing.T) {
 		}
 	})
 }
+
+// idleEvents closes a conn after a minute with nothing read, pings a peer
+// written nothing for 15s, and cuts every conn at a day.
+func idleEvents(h *timingwheel.Hierarchy, ln net.Listener) net.Listener {
+	return h.IdleListener(ln, time.Minute,
+		timingwheel.OnWriteIdle(15*time.Second, ping),
+		timingwheel.MaxLifetime(24*time.Hour))
+}
+
+func ping(c net.Conn) {
+	// Runs on the hierarchy's driver goroutine: it must not block. A socket
+	// with room takes the ping at once; a peer that reads nothing costs the
+	// deadline at most.
+	c.SetWriteDeadline(time.Now().Add(10 * time.Millisecond))
+	c.Write([]byte("ping\n"))
+}
