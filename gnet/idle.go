@@ -103,7 +103,8 @@ func (w *Wheel) Idler(idle time.Duration, opts ...IdleOption) *Idler {
 //
 // The idle timeout is lazy, an idle-timeout wheel per loop: an Idle holds
 // its last-activity time and the links of a list, and sits in one of its
-// loop's buckets, each a list of Idles due in the same millisecond and one
+// loop's buckets, each a list of Idles due in the same millisecond (or,
+// while the deadline is far, the same 64 ms, re-filed as it nears) and one
 // timer. Traffic only stores the time: the deadline moves later, so the
 // conn stays in its earlier bucket. When a bucket's timer fires, the
 // bucket is scanned on the loop (timers that fire together reach a loop in
@@ -137,17 +138,23 @@ type idleExt struct {
 // from its bucket can tell the bucket is empty.
 var sentinelExt idleExt
 
-// bucketGrain is the span of deadlines a bucket holds: a conn is closed at
-// most this much later than its idle deadline, plus the wheel's lateness
-// and the hop onto the loop.
-const bucketGrain = time.Millisecond
+// bucketGrain is the span of deadlines a near bucket holds: a conn is
+// closed at most this much later than its idle deadline, plus the wheel's
+// lateness and the hop onto the loop. A deadline more than farGrain ahead
+// goes to a far bucket, which fires at the start of its farGrain span and
+// re-files its conns into near buckets: so a loop has at most
+// farGrain/bucketGrain near buckets and idle/farGrain far ones, whatever
+// its number of conns, and a conn is scanned at most twice per deadline.
+const (
+	bucketGrain = time.Millisecond
+	farGrain    = 64 * time.Millisecond
+)
 
-// bucket is a loop's list of Idles whose deadline, when they were
-// bucketed, fell in the grain ending at slot*bucketGrain, and the one timer
-// that fires for them all. Loop-owned.
+// bucket is a loop's list of Idles filed for the same instant (see file),
+// and the one timer that fires for them all. Loop-owned.
 type bucket struct {
-	head     Idle // sentinel, first: a *bucket is a *Idle to its head
-	slot     int64
+	head     Idle  // sentinel, first: a *bucket is a *Idle to its head
+	key      int64 // in the loop's buckets: > 0 near, < 0 far
 	scanning bool
 	t        timingwheel.Timer
 	lr       *loopRun
@@ -159,10 +166,18 @@ func (b *bucket) empty() bool { return b.head.next == &b.head }
 // now is the loop's clock reading, ns since its epoch.
 func (l *loopRun) now() int64 { return int64(l.cfg.w.h.Now().Sub(l.epoch)) }
 
-// file puts x, unlinked, in the bucket of deadline due.
-func (l *loopRun) file(x *Idle, due int64) {
-	slot := (due + int64(bucketGrain) - 1) / int64(bucketGrain)
-	b := l.buckets[slot]
+// file puts x, unlinked, in a bucket that fires no later than due, or (a
+// near one) within bucketGrain after it; now is the loop's clock.
+func (l *loopRun) file(x *Idle, due, now int64) {
+	var key, at int64
+	if due-now > int64(farGrain) {
+		k := due / int64(farGrain) // fires at the start of due's span, <= due
+		key, at = -k-1, k*int64(farGrain)
+	} else {
+		k := (due + int64(bucketGrain) - 1) / int64(bucketGrain)
+		key, at = k+1, k*int64(bucketGrain)
+	}
+	b := l.buckets[key]
 	if b == nil {
 		if b = l.freeBuckets; b != nil {
 			l.freeBuckets, b.free = b.free, nil
@@ -172,9 +187,9 @@ func (l *loopRun) file(x *Idle, due int64) {
 			b.t.InitOn(l.cfg.w.h, l.execFn, b.scan)
 		}
 		b.head.next, b.head.prev = &b.head, &b.head
-		b.slot = slot
-		l.buckets[slot] = b
-		b.t.ResetAt(l.epoch.Add(time.Duration(slot * int64(bucketGrain))))
+		b.key = key
+		l.buckets[key] = b
+		b.t.ResetAt(l.epoch.Add(time.Duration(at)))
 	}
 	x.prev, x.next = b.head.prev, &b.head
 	b.head.prev.next = x
@@ -198,7 +213,7 @@ func (x *Idle) unlink() {
 // also cancels a scan on its way there.
 func (l *loopRun) release(b *bucket) {
 	b.t.Stop()
-	delete(l.buckets, b.slot)
+	delete(l.buckets, b.key)
 	b.free, l.freeBuckets = l.freeBuckets, b
 }
 
@@ -207,7 +222,7 @@ func (l *loopRun) release(b *bucket) {
 // the others by their last traffic.
 func (b *bucket) scan() {
 	l := b.lr
-	delete(l.buckets, b.slot) // nothing more is filed here
+	delete(l.buckets, b.key) // nothing more is filed here
 	b.scanning = true
 	cfg := l.cfg
 	idle := int64(cfg.idle)
@@ -218,12 +233,12 @@ func (b *bucket) scan() {
 		n.prev, b.head.next = &b.head, n
 		x.next, x.prev = nil, nil
 		if due := x.last + idle; now < due {
-			l.file(x, due) // lazy: traffic came since it was filed
+			l.file(x, due, now) // lazy: traffic came since it was filed, or a far bucket
 			continue
 		}
 		if cfg.onReadIdle != nil {
 			x.last = now
-			l.file(x, now+idle) // before f, which may Close
+			l.file(x, now+idle, now) // before f, which may Close
 			cfg.onReadIdle(x.c)
 			continue
 		}
@@ -260,7 +275,7 @@ func (x *Idle) Init(i *Idler, c gnet.Conn) *Idle {
 		}
 	}
 	x.last = lr.now()
-	lr.file(x, x.last+int64(i.idle))
+	lr.file(x, x.last+int64(i.idle), x.last)
 	return x
 }
 
