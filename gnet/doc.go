@@ -10,8 +10,11 @@
 // to an executor that queues the callback on the conn's loop. Guarantee 4
 // holds across that hop (API.md, guarantee 14): a Reset or Stop made on the
 // loop after the timer fired and before its callback reached the loop
-// cancels the callback. So traffic that arrives while an idle close is on
-// its way to the loop keeps the connection open.
+// cancels the callback. The idle timeouts themselves have no timer per
+// connection: each loop keeps them in buckets by due millisecond, one timer
+// per bucket, and a bucket's scan on the loop closes a connection only if
+// it has been idle since an idle before then. So traffic that arrives
+// while an idle close is on its way to the loop keeps the connection open.
 //
 // A gnet handler needs a few lines:
 //

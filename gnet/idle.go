@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"time"
+	"unsafe"
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/timingwheel/timingwheel"
@@ -98,26 +99,30 @@ func (w *Wheel) Idler(idle time.Duration, opts ...IdleOption) *Idler {
 // with [Idle.Init], call [Idle.Traffic] from OnTraffic and [Idle.Close]
 // from OnClose. All its methods must be called on the conn's event loop,
 // as gnet's own Conn methods are; the wheel's callbacks run there too, so
-// none of them races with the handler.
+// none of them races with the handler, and nothing here takes a lock.
 //
-// How the close reaches the loop: when the timer fires, the goroutine that
-// advances the hierarchy queues the conn on its loop's runner (one
-// EventLoop.Execute per batch, not per conn). On the loop, the conn is
-// closed only if its deadline has passed there too: a Traffic that
-// re-armed the timer after it fired moved the deadline past now, and a
-// Close marked the Idle closed, so either cancels the close. That is
-// guarantee 4 across the hop (API.md, guarantee 14), for a timer that is
-// only ever re-armed on the loop: it costs one clock read per firing and
-// no lock.
+// The idle timeout is lazy, an idle-timeout wheel per loop: an Idle holds
+// its last-activity time and the links of a list, and sits in one of its
+// loop's buckets, each a list of Idles due in the same millisecond (or,
+// while the deadline is far, the same 64 ms, re-filed as it nears) and one
+// timer. Traffic only stores the time: the deadline moves later, so the
+// conn stays in its earlier bucket. When a bucket's timer fires, the
+// bucket is scanned on the loop (timers that fire together reach a loop in
+// one EventLoop.Execute): a conn whose idle has passed since its last
+// traffic, read there and then, is closed (or gets OnReadIdle); any other
+// is moved to the bucket of its new deadline. So a conn is never closed
+// early, and traffic that arrives after its bucket fired but before the
+// scan keeps it open. Close unlinks the Idle from its bucket.
 //
-// Traffic allocates nothing: it is one [timingwheel.Timer.Reset]. An Idle
-// must not be copied once initialized.
+// An Idle is 48 bytes and has no timer of its own (unless write idle or a
+// lifetime is configured); Traffic allocates nothing. An Idle must not be
+// copied once initialized.
 type Idle struct {
-	read timingwheel.Timer // the idle close, or OnReadIdle
-	c    gnet.Conn         // nil once closed
+	last       int64 // last activity, ns since the loop's epoch
+	next, prev *Idle // in the bucket's list; nil if in none
+	c          gnet.Conn
 	// ext holds the conn's loop runner and its optional timers. A conn
-	// without write idle or lifetime shares its loop's ext, so that the
-	// Idle is a Timer and two words, and Init allocates only the callback.
+	// without write idle or lifetime shares its loop's ext.
 	ext *idleExt
 }
 
@@ -129,10 +134,124 @@ type idleExt struct {
 	life  timingwheel.Timer
 }
 
-// Init binds x to c, a conn just opened (call it in OnOpen), and arms its
-// timers: the idle timeout, and the write-idle and lifetime timers if i has
-// them. It returns x. Init allocates the callback that binds the timer to
-// x (16 bytes), plus the optional timers if i has them.
+// sentinelExt marks the head of a bucket's list, so that an Idle unlinked
+// from its bucket can tell the bucket is empty.
+var sentinelExt idleExt
+
+// bucketGrain is the span of deadlines a near bucket holds: a conn is
+// closed at most this much later than its idle deadline, plus the wheel's
+// lateness and the hop onto the loop. A deadline more than farGrain ahead
+// goes to a far bucket, which fires at the start of its farGrain span and
+// re-files its conns into near buckets: so a loop has at most
+// farGrain/bucketGrain near buckets and idle/farGrain far ones, whatever
+// its number of conns, and a conn is scanned at most twice per deadline.
+const (
+	bucketGrain = time.Millisecond
+	farGrain    = 64 * time.Millisecond
+)
+
+// bucket is a loop's list of Idles filed for the same instant (see file),
+// and the one timer that fires for them all. Loop-owned.
+type bucket struct {
+	head     Idle  // sentinel, first: a *bucket is a *Idle to its head
+	key      int64 // in the loop's buckets: > 0 near, < 0 far
+	scanning bool
+	t        timingwheel.Timer
+	lr       *loopRun
+	free     *bucket // in the loop's free list
+}
+
+func (b *bucket) empty() bool { return b.head.next == &b.head }
+
+// now is the loop's clock reading, ns since its epoch.
+func (l *loopRun) now() int64 { return int64(l.cfg.w.h.Now().Sub(l.epoch)) }
+
+// file puts x, unlinked, in a bucket that fires no later than due, or (a
+// near one) within bucketGrain after it; now is the loop's clock.
+func (l *loopRun) file(x *Idle, due, now int64) {
+	var key, at int64
+	if due-now > int64(farGrain) {
+		k := due / int64(farGrain) // fires at the start of due's span, <= due
+		key, at = -k-1, k*int64(farGrain)
+	} else {
+		k := (due + int64(bucketGrain) - 1) / int64(bucketGrain)
+		key, at = k+1, k*int64(bucketGrain)
+	}
+	b := l.buckets[key]
+	if b == nil {
+		if b = l.freeBuckets; b != nil {
+			l.freeBuckets, b.free = b.free, nil
+		} else {
+			b = &bucket{lr: l}
+			b.head.ext = &sentinelExt
+			b.t.InitOn(l.cfg.w.h, l.execFn, b.scan)
+		}
+		b.head.next, b.head.prev = &b.head, &b.head
+		b.key = key
+		l.buckets[key] = b
+		b.t.ResetAt(l.epoch.Add(time.Duration(at)))
+	}
+	x.prev, x.next = b.head.prev, &b.head
+	b.head.prev.next = x
+	b.head.prev = x
+}
+
+// unlink takes x out of its bucket, freeing the bucket if that emptied it.
+func (x *Idle) unlink() {
+	n, p := x.next, x.prev
+	n.prev, p.next = p, n
+	x.next, x.prev = nil, nil
+	if n == p && n.ext == &sentinelExt {
+		b := (*bucket)(unsafe.Pointer(n))
+		if !b.scanning {
+			b.lr.release(b)
+		}
+	}
+}
+
+// release stops b's timer and puts b in the free list. On the loop, Stop
+// also cancels a scan on its way there.
+func (l *loopRun) release(b *bucket) {
+	b.t.Stop()
+	delete(l.buckets, b.key)
+	b.free, l.freeBuckets = l.freeBuckets, b
+}
+
+// scan runs on the loop when b's timer fires: it closes (or calls
+// OnReadIdle for) each conn idle since an idle before now, and re-files
+// the others by their last traffic.
+func (b *bucket) scan() {
+	l := b.lr
+	delete(l.buckets, b.key) // nothing more is filed here
+	b.scanning = true
+	cfg := l.cfg
+	idle := int64(cfg.idle)
+	now := l.now()
+	for !b.empty() {
+		x := b.head.next
+		n := x.next
+		n.prev, b.head.next = &b.head, n
+		x.next, x.prev = nil, nil
+		if due := x.last + idle; now < due {
+			l.file(x, due, now) // lazy: traffic came since it was filed, or a far bucket
+			continue
+		}
+		if cfg.onReadIdle != nil {
+			x.last = now
+			l.file(x, now+idle, now) // before f, which may Close
+			cfg.onReadIdle(x.c)
+			continue
+		}
+		x.closeFor(ErrIdle)
+	}
+	b.scanning = false
+	b.free, l.freeBuckets = l.freeBuckets, b
+}
+
+// Init binds x to c, a conn just opened (call it in OnOpen, on c's loop),
+// and starts its idle timeout, and the write-idle and lifetime timers if i
+// has them. It returns x. Without those, Init allocates nothing once the
+// loop has buckets to reuse.
 func (x *Idle) Init(i *Idler, c gnet.Conn) *Idle {
 	if i == nil {
 		panic("gnetwheel: Idle.Init called with a nil Idler")
@@ -143,7 +262,6 @@ func (x *Idle) Init(i *Idler, c gnet.Conn) *Idle {
 	h := i.w.h
 	lr := i.loops.of(c.EventLoop(), i)
 	x.c, x.ext = c, &lr.shared
-	x.read.Init(h, x.fireRead)
 	if i.writeIdle > 0 || i.lifetime > 0 {
 		m := &idleExt{lr: lr, x: x}
 		x.ext = m
@@ -156,18 +274,20 @@ func (x *Idle) Init(i *Idler, c gnet.Conn) *Idle {
 			m.life.Reset(i.lifetime)
 		}
 	}
-	x.read.Reset(i.idle)
+	x.last = lr.now()
+	lr.file(x, x.last+int64(i.idle), x.last)
 	return x
 }
 
 // Traffic pushes the idle timeout back to a whole idle from now: call it
-// in OnTraffic. If the timer has fired and the close is on its way to the
-// loop, this cancels it. Traffic allocates nothing.
+// in OnTraffic. It stores the time and nothing else: no lock, no timer, no
+// allocation. If the conn's bucket has fired and its scan is on its way to
+// the loop, this keeps the conn open.
 func (x *Idle) Traffic() {
 	if x.c == nil {
-		return // closed: keep the timer stopped
+		return // closed
 	}
-	x.read.Reset(x.ext.lr.cfg.idle)
+	x.last = x.ext.lr.now()
 }
 
 // Wrote pushes the write-idle timer back, after a write made other than
@@ -192,11 +312,14 @@ func (x *Idle) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Close stops every timer of x: call it in OnClose. The hierarchy then
-// keeps no reference to the conn. Close may be called more than once.
+// Close takes x out of its bucket and stops its timers: call it in
+// OnClose. The hierarchy then keeps no reference to the conn. Close may be
+// called more than once.
 func (x *Idle) Close() {
 	x.c = nil
-	x.read.Stop()
+	if x.next != nil {
+		x.unlink()
+	}
 	if m := x.ext; m != nil && m.x != nil {
 		if m.lr.cfg.writeIdle > 0 {
 			m.write.Stop()
@@ -218,42 +341,32 @@ func (x *Idle) Err() error {
 }
 
 // Deadline returns when the idle timeout is (or was) due, on the
-// hierarchy's clock.
-func (x *Idle) Deadline() time.Time { return x.read.Deadline() }
+// hierarchy's clock: an idle after the last traffic.
+func (x *Idle) Deadline() time.Time {
+	if x.ext == nil {
+		return time.Time{}
+	}
+	l := x.ext.lr
+	return l.epoch.Add(time.Duration(x.last) + l.cfg.idle)
+}
 
-// fireRead, fireWrite and fireLife are the timers' callbacks, on the
+// fireWrite and fireLife are the optional timers' callbacks, on the
 // goroutine that advances the hierarchy: they queue the conn on its loop.
-func (x *Idle) fireRead()     { x.ext.lr.push((*readDue)(x)) }
 func (m *idleExt) fireWrite() { m.lr.push((*writeDue)(m)) }
 func (m *idleExt) fireLife()  { m.lr.push((*lifeDue)(m)) }
 
-// readDue, writeDue and lifeDue are the same objects seen as loop items:
-// the conversion to loopItem allocates nothing.
+// writeDue and lifeDue are the same objects seen as loop items: the
+// conversion to loopItem allocates nothing.
 type (
-	readDue  Idle
 	writeDue idleExt
 	lifeDue  idleExt
 )
 
 // due reports, on the loop, whether t's firing still stands: the conn is
-// open and t was not re-armed (by Traffic or Wrote, to a deadline after
-// now) since it fired.
+// open and t was not re-armed (by Wrote, to a deadline after now) since it
+// fired.
 func (x *Idle) due(t *timingwheel.Timer) bool {
 	return x.c != nil && !x.ext.lr.cfg.w.h.Now().Before(t.Deadline())
-}
-
-func (r *readDue) runOnLoop() {
-	x := (*Idle)(r)
-	if !x.due(&x.read) {
-		return
-	}
-	cfg := x.ext.lr.cfg
-	if cfg.onReadIdle != nil {
-		x.read.Reset(cfg.idle) // before f, which may Close
-		cfg.onReadIdle(x.c)
-		return
-	}
-	x.closeFor(ErrIdle)
 }
 
 func (r *writeDue) runOnLoop() {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/benbjohnson/clock"
 	"github.com/panjf2000/gnet/v2"
@@ -313,5 +314,152 @@ func TestIdle_TrafficAllocatesNothing(t *testing.T) {
 	buf := []byte("x")
 	if a := testing.AllocsPerRun(1000, func() { c.idle.Write(buf) }); a != 0 {
 		t.Errorf("Idle.Write allocates %v times per call, want 0", a)
+	}
+}
+
+// mockLoop is a hierarchy on a mock clock, an Idler of it, and a fake loop.
+func mockLoop(t *testing.T, idle time.Duration, opts ...IdleOption) (*clock.Mock, *timingwheel.Hierarchy, *Idler, *fakeLoop) {
+	t.Helper()
+	mock := clock.NewMock()
+	h, err := timingwheel.New(timingwheel.WithClock(mock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mock, h, New(h).Idler(idle, opts...), &fakeLoop{}
+}
+
+func (l *fakeLoop) conn(idler *Idler) *fakeConn {
+	c := &fakeConn{loop: l, idle: new(Idle)}
+	c.idle.Init(idler, c)
+	return c
+}
+
+// step advances the mock clock by d and lets the hierarchy and the loop run.
+func step(mock *clock.Mock, h *timingwheel.Hierarchy, l *fakeLoop, d time.Duration) {
+	mock.Add(d)
+	h.Advance()
+	l.runQueued()
+}
+
+func TestIdle_IsSmallAndHasNoTimer(t *testing.T) {
+	if s := unsafe.Sizeof(Idle{}); unsafe.Sizeof(uintptr(0)) == 8 && s > 48 {
+		t.Errorf("unsafe.Sizeof(Idle{}) = %d, want <= 48 on 64-bit", s)
+	}
+	_, h, idler, loop := mockLoop(t, time.Second)
+	for range 1000 {
+		loop.conn(idler) // all in the same millisecond: one bucket
+	}
+	if n := h.Len(); n != 1 {
+		t.Errorf("1000 conns opened at one instant arm %d timers, want 1 (their bucket's)", n)
+	}
+}
+
+func TestIdle_LazyTrafficAfterTheBucketFiredKeepsItOpen(t *testing.T) {
+	mock, h, idler, loop := mockLoop(t, 100*time.Millisecond)
+	quiet, chatty := loop.conn(idler), loop.conn(idler)
+	mock.Add(100 * time.Millisecond)
+	h.Advance() // the bucket fires: its scan is queued on the loop
+	if len(loop.queued) != 1 {
+		t.Fatalf("the firing queued %d tasks, want 1", len(loop.queued))
+	}
+	chatty.idle.Traffic() // on the loop, before the scan runs
+	loop.runQueued()
+	if len(loop.closed) != 1 || loop.closed[0] != quiet {
+		t.Fatalf("closed %v; want only the conn without traffic", loop.closed)
+	}
+	// Re-filed by its traffic: closed an idle after it, not before.
+	step(mock, h, loop, 99*time.Millisecond)
+	if len(loop.closed) != 1 {
+		t.Fatal("closed before an idle had passed since its traffic")
+	}
+	step(mock, h, loop, time.Millisecond)
+	if len(loop.closed) != 2 || !errors.Is(chatty.err, ErrIdle) {
+		t.Fatalf("closes = %d, Err = %v; want the chatty conn closed for idle", len(loop.closed), chatty.err)
+	}
+	if n := h.Len(); n != 0 {
+		t.Errorf("h.Len() = %d once every conn closed, want 0", n)
+	}
+}
+
+func TestIdle_ReFiledManyTimesClosesExactlyAnIdleAfterItsLastTraffic(t *testing.T) {
+	const idle = 50 * time.Millisecond
+	mock, h, idler, loop := mockLoop(t, idle)
+	c := loop.conn(idler)
+	start := mock.Now()
+	last := start
+	// Traffic at irregular instants, each before the idle passes; the conn
+	// is re-filed at each scan of the bucket it sits in.
+	for k := range 200 {
+		step(mock, h, loop, time.Duration(1+k*7%49)*time.Millisecond)
+		if len(loop.closed) != 0 {
+			t.Fatalf("closed at +%v, %v after its last traffic (idle %v)", mock.Now().Sub(start), mock.Now().Sub(last), idle)
+		}
+		c.idle.Traffic()
+		last = mock.Now()
+		if got := c.idle.Deadline(); !got.Equal(last.Add(idle)) {
+			t.Fatalf("Deadline() = %v after traffic, want last traffic + idle", got.Sub(start))
+		}
+	}
+	for mock.Now().Sub(last) < idle {
+		if len(loop.closed) != 0 {
+			t.Fatalf("closed %v after its last traffic, before the idle %v", mock.Now().Sub(last), idle)
+		}
+		step(mock, h, loop, time.Millisecond)
+	}
+	if len(loop.closed) != 1 || !errors.Is(c.err, ErrIdle) {
+		t.Fatalf("at exactly idle after the last traffic: closes = %d, Err = %v; want one idle close", len(loop.closed), c.err)
+	}
+	if h.Len() != 0 {
+		t.Errorf("h.Len() = %d, want 0", h.Len())
+	}
+}
+
+func TestIdle_CloseUnlinksFromItsBucket(t *testing.T) {
+	mock, h, idler, loop := mockLoop(t, time.Second)
+	a, b, c := loop.conn(idler), loop.conn(idler), loop.conn(idler)
+	b.idle.Close() // the middle one
+	if b.idle.next != nil || b.idle.prev != nil || a.idle.next != c.idle || c.idle.prev != a.idle {
+		t.Fatal("Close did not unlink the Idle from its bucket's list")
+	}
+	b.idle.Close() // twice is fine
+	a.idle.Close()
+	c.idle.Close()
+	if n := h.Len(); n != 0 {
+		t.Errorf("h.Len() = %d once the bucket emptied, want 0: its timer is stopped", n)
+	}
+	step(mock, h, loop, 2*time.Second)
+	if len(loop.closed) != 0 {
+		t.Errorf("closed %d conns that had been closed already", len(loop.closed))
+	}
+	// Steady state: a bucket is reused, Init and Close allocate nothing.
+	x := &fakeConn{loop: loop, idle: new(Idle)}
+	if a := testing.AllocsPerRun(1000, func() { x.idle.Init(idler, x); x.idle.Close() }); a != 0 {
+		t.Errorf("Init+Close allocate %v times, want 0 once a bucket is free", a)
+	}
+}
+
+func TestIdle_TenThousandConnsIdleAtOneInstantCloseInOneScan(t *testing.T) {
+	const n = 10_000
+	mock, h, idler, loop := mockLoop(t, time.Second)
+	for range n {
+		loop.conn(idler)
+	}
+	step(mock, h, loop, 999*time.Millisecond) // the far bucket re-files them, near
+	if len(loop.closed) != 0 {
+		t.Fatalf("closed %d conns before their deadline", len(loop.closed))
+	}
+	mock.Add(time.Millisecond)
+	if runs := h.Advance(); runs != 1 {
+		t.Errorf("Advance ran %d callbacks for %d conns idle at one instant, want 1", runs, n)
+	}
+	if len(loop.queued) != 1 {
+		t.Fatalf("queued %d tasks on the loop, want 1", len(loop.queued))
+	}
+	loop.runQueued()
+	if len(loop.closed) != n {
+		t.Fatalf("one scan closed %d conns, want %d", len(loop.closed), n)
+	}
+	if h.Len() != 0 {
+		t.Errorf("h.Len() = %d, want 0", h.Len())
 	}
 }

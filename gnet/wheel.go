@@ -75,6 +75,10 @@ func (r *loops) of(el gnet.EventLoop, cfg *Idler) *loopRun {
 	}
 	l := &loopRun{el: el, cfg: cfg}
 	l.shared.lr = l
+	if cfg != nil {
+		l.epoch = cfg.w.h.Now()
+		l.buckets = map[int64]*bucket{}
+	}
 	l.execFn = l.exec
 	l.drainFn = runFunc(l.drain)
 	list := append(old[:len(old):len(old)], l)
@@ -105,6 +109,11 @@ type loopRun struct {
 	reason  error
 
 	shared idleExt // the ext of this loop's conns that have no optional timers
+
+	// Loop-owned idle buckets (see Idle), by due slot, and the free ones.
+	epoch       time.Time
+	buckets     map[int64]*bucket
+	freeBuckets *bucket
 }
 
 // exec queues run for el's loop: the executor of Wheel.Exec.

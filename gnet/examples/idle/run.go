@@ -172,7 +172,7 @@ type report struct {
 	CPU             time.Duration   // process CPU over the run (server and its clients)
 	WheelP99        time.Duration   // the wheel's own firing lateness (before the hop onto the loop), p99 bound
 	HeapPerConn     float64         // heap with every conn open minus before any, per conn
-	IdleBytes       float64         // an Idle and its allocation, per conn
+	IdleBytes       float64         // an Idle and its share of its loop's buckets, per conn
 	TrafficAllocs   float64         // allocations of one Idle.Traffic, measured on a loop
 	MallocsPerEvent float64         // process-wide allocations per heartbeat over the run (clients included)
 }
@@ -391,7 +391,7 @@ func (r *report) print(w io.Writer) {
 	sec := r.Elapsed.Seconds()
 	fmt.Fprintf(w, "CPU %.3f s over the run: %.1f µs per connection per second (server and its in-process clients)\n",
 		r.CPU.Seconds(), float64(r.CPU.Microseconds())/float64(r.Conns)/sec)
-	fmt.Fprintf(w, "heap per connection %.0f B (both ends, gnet's conn included); of it the idle timeout (gnetwheel.Idle + its callback) %.0f B\n",
+	fmt.Fprintf(w, "heap per connection %.0f B (both ends, gnet's conn included); of it the idle timeout (gnetwheel.Idle and its share of the buckets) %.0f B\n",
 		r.HeapPerConn, r.IdleBytes)
 	fmt.Fprintf(w, "allocations per traffic event: Idle.Traffic %.0f (must be 0); whole process %.2f per heartbeat (clients and gnet included)\n",
 		r.TrafficAllocs, r.MallocsPerEvent)
