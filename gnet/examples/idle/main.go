@@ -2,7 +2,7 @@
 // gnetwheel: one timingwheel timer per connection, re-armed by OnTraffic on
 // the connection's own event loop, and closed on that loop when it fires.
 //
-//	cd gnet && go run ./examples/idle [-conns N] [-duration D]
+//	cd gnet && go run ./examples/idle [-conns N] [-duration D] [-impl wheel|scan|afterfunc|all] [-seed S]
 //
 // It runs the server and its own clients in one process, on 127.0.0.1: by
 // default as many clients as the open-file limit allows, up to 10,000
@@ -12,30 +12,43 @@
 // reports how late each close was against its deadline, closes that came
 // early, chatty clients that were closed, and the CPU and heap per
 // connection, and exits with status 1 on any violation.
+//
+// -impl picks how the server keeps its idle timeouts: wheel (the default,
+// gnetwheel), or one of the two things gnet users write without it: scan
+// (each conn's last-activity time in c.Context(), and gnet's OnTick
+// scanning every conn every 4 ms, closing on the conn's loop those idle
+// for the timeout) or afterfunc (a time.AfterFunc per conn, Reset by
+// OnTraffic, whose firing hops onto the loop with Execute to close the
+// conn if it really is idle). -impl all runs the three one after the
+// other, each in a fresh process, on the same workload (-seed), and prints
+// them side by side.
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
+	"slices"
 	"time"
 )
 
 func main() {
-	cfg := defaultConfig()
-	flag.IntVar(&cfg.Conns, "conns", cfg.Conns, "client `connections`; the default fits the open-file limit, up to 10000")
-	flag.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long to run once every client is connected")
-	flag.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "close a connection after this long without a heartbeat")
-	flag.DurationVar(&cfg.Interval, "interval", cfg.Interval, "mean time between heartbeats (jittered by ±20%)")
-	flag.Float64Var(&cfg.Silent, "silent", cfg.Silent, "`fraction` of clients that fall silent at a random moment")
-	flag.Parse()
-	if flag.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "idle: unexpected argument %q (settings are flags; see -help)\n", flag.Arg(0))
-		os.Exit(2)
+	cfg, reportTo, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
 	}
-	if err := cfg.validate(); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "idle:", err)
 		os.Exit(2)
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = rand.Uint64() | 1 // one workload for every impl
+	}
+	if cfg.Impl == implAll {
+		os.Exit(runAll(cfg))
 	}
 	cfg.Progress = os.Stdout
 	rep, err := run(cfg)
@@ -44,13 +57,50 @@ func main() {
 		os.Exit(1)
 	}
 	rep.print(os.Stdout)
+	if reportTo != "" {
+		if err := writeReport(reportTo, rep); err != nil {
+			fmt.Fprintln(os.Stderr, "idle:", err)
+			os.Exit(1)
+		}
+	}
 	problems := rep.problems()
 	for _, p := range problems {
-		fmt.Fprintln(os.Stderr, "idle: FAIL:", p)
+		fmt.Fprintf(os.Stderr, "idle: FAIL (impl %s): %s\n", rep.Impl, p)
 	}
 	if len(problems) > 0 {
 		os.Exit(1)
 	}
+}
+
+// parseFlags turns command-line arguments into a validated config, and the
+// file to write the report to as JSON (-report, which -impl all uses).
+func parseFlags(args []string, errOut io.Writer) (config, string, error) {
+	cfg := defaultConfig()
+	var reportTo string
+	fs := flag.NewFlagSet("idle", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.IntVar(&cfg.Conns, "conns", cfg.Conns, "client `connections`; the default fits the open-file limit, up to 10000")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long to run once every client is connected")
+	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "close a connection after this long without a heartbeat")
+	fs.DurationVar(&cfg.Interval, "interval", cfg.Interval, "mean time between heartbeats (jittered by ±20%)")
+	fs.Float64Var(&cfg.Silent, "silent", cfg.Silent, "`fraction` of clients that fall silent at a random moment")
+	fs.StringVar(&cfg.Impl, "impl", cfg.Impl, "how the server keeps idle timeouts: `wheel` (gnetwheel), scan (OnTick every 4 ms "+
+		"scans every conn's last activity), afterfunc (a time.AfterFunc per conn), or all: the three in turn, compared")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed for who falls silent when and for the jitter (0: pick one)")
+	fs.StringVar(&reportTo, "report", "", "also write the report as JSON to this `file` (-impl all uses it)")
+	if err := fs.Parse(args); err != nil {
+		return config{}, "", err
+	}
+	if fs.NArg() > 0 {
+		return config{}, "", fmt.Errorf("unexpected argument %q (settings are flags; see -help)", fs.Arg(0))
+	}
+	if err := cfg.validate(); err != nil {
+		return config{}, "", err
+	}
+	if reportTo != "" && cfg.Impl == implAll {
+		return config{}, "", fmt.Errorf("-report takes one impl's report; -impl all prints the comparison")
+	}
+	return cfg, reportTo, nil
 }
 
 // config is what run needs.
@@ -60,17 +110,21 @@ type config struct {
 	Timeout  time.Duration
 	Interval time.Duration
 	Silent   float64
+	Impl     string        // implWheel, implScan or implAfterFunc (main runs implAll as one process each)
+	Seed     uint64        // 0: main picks one
 	Slack    time.Duration // a silent client's last deadline is at least this before the end
-	Progress *os.File
+	Progress io.Writer
 }
 
 func defaultConfig() config {
 	return config{Conns: 10_000, Duration: 10 * time.Second, Timeout: 3 * time.Second,
-		Interval: time.Second, Silent: 0.2, Slack: time.Second}
+		Interval: time.Second, Silent: 0.2, Impl: implWheel, Slack: time.Second}
 }
 
 func (c config) validate() error {
 	switch {
+	case c.Impl != implAll && !slices.Contains(impls, c.Impl):
+		return fmt.Errorf("-impl must be wheel, scan, afterfunc or all, got %q", c.Impl)
 	case c.Conns < 1:
 		return fmt.Errorf("-conns must be at least 1, got %d", c.Conns)
 	case c.Timeout <= 0 || c.Interval <= 0:

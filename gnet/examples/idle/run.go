@@ -21,39 +21,104 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// server is the gnet handler. Everything about idle timeouts is in
-// OnOpen, OnTraffic and OnClose: one line each. The rest is bookkeeping
-// for the report.
+// The three ways the demo's server keeps its idle timeouts (-impl).
+const (
+	implWheel     = "wheel"     // gnetwheel.Idle per conn
+	implScan      = "scan"      // OnTick every scanTick scans every conn's last-activity time
+	implAfterFunc = "afterfunc" // a time.AfterFunc per conn, Reset on traffic
+	implAll       = "all"       // each of the three in a fresh process, compared
+)
+
+var impls = []string{implWheel, implScan, implAfterFunc}
+
+// implHow says in a few words what each impl does.
+var implHow = map[string]string{
+	implWheel:     "gnetwheel.Idle per conn (lazy per-loop buckets, 1 ms tick)",
+	implScan:      "OnTick every 4 ms scans every conn's last-activity time",
+	implAfterFunc: "time.AfterFunc per conn, Reset on traffic, re-checked on the loop",
+}
+
+// scanTick is the scan's period: gnet's OnTick returns it as its delay.
+const scanTick = 4 * time.Millisecond
+
+// server is the gnet handler. With -impl wheel everything about idle
+// timeouts is in OnOpen, OnTraffic and OnClose: one line each. The scan
+// and AfterFunc baselines are what a gnet user writes without gnetwheel.
+// The rest is bookkeeping for the report.
 type server struct {
 	gnet.BuiltinEventEngine
-	h       *timingwheel.Hierarchy
-	idler   *gnetwheel.Idler
+	impl    string
+	h       *timingwheel.Hierarchy // impl wheel only
+	idler   *gnetwheel.Idler       // impl wheel only
 	timeout time.Duration
+	epoch   time.Time // impl scan: last-activity times are nanoseconds since epoch
 
 	booted     chan struct{}
 	eng        gnet.Engine
 	addr       string
 	open       atomic.Int64
 	heartbeats atomic.Int64
-	allocs     atomic.Pointer[float64] // Idle.Traffic's allocations, measured once on a loop
+	sample     atomic.Pointer[gnet.Conn] // the first conn opened: run measures the traffic work's allocations on it
+
+	scanMu    sync.Mutex                // impl scan: OnTick runs on a goroutine of its own
+	scanConns map[*scanSession]struct{} // impl scan: the open conns not yet found idle
+	scanDue   []*scanSession            // impl scan: OnTick's scratch
 
 	mu     sync.Mutex
 	closes []closeRecord
 }
 
-// session is the per-conn state: the Idle held by value, and what the
-// report needs.
+// session is the per-conn state every impl shares: what the report needs.
+// Each impl's own session embeds it, and c.Context() holds a pointer to
+// that.
 type session struct {
-	idle gnetwheel.Idle
 	id   int       // the client's id, from its first line; -1 until then
-	last time.Time // the last traffic, on the hierarchy's clock
+	last time.Time // the last traffic, on the server's clock (now)
+	// Loop-owned, impls scan and afterfunc: set when they close the conn.
+	closed     bool
+	idleClosed bool      // closed for idle, with deadline
+	deadline   time.Time // last + timeout, when closed for idle
+}
+
+func (ss *session) base() *session { return ss }
+
+type sess interface{ base() *session }
+
+// wheelSession: the Idle held by value.
+type wheelSession struct {
+	session
+	idle gnetwheel.Idle
+}
+
+// scanSession: the last-activity time, read by the OnTick goroutine.
+type scanSession struct {
+	session
+	lastNano atomic.Int64 // since server.epoch
+	c        gnet.Conn
+	check    gnet.RunnableFunc // runs on the loop: closes if idle really passed
+}
+
+// afterFuncSession: a timer of the runtime's, Reset on traffic.
+type afterFuncSession struct {
+	session
+	t     *time.Timer
+	check gnet.RunnableFunc // runs on the loop: closes if idle really passed
 }
 
 type closeRecord struct {
 	id       int
 	at, last time.Time
 	deadline time.Time
-	err      error // Idle.Err: ErrIdle if the wheel closed it
+	idle     bool // the impl closed it for idle (wheel: Idle.Err is ErrIdle)
+}
+
+// now is the server's clock: the hierarchy's with the wheel (the clock its
+// deadlines are on), else the runtime's.
+func (s *server) now() time.Time {
+	if s.h != nil {
+		return s.h.Now()
+	}
+	return time.Now()
 }
 
 func (s *server) OnBoot(eng gnet.Engine) gnet.Action {
@@ -71,21 +136,48 @@ func (s *server) OnBoot(eng gnet.Engine) gnet.Action {
 }
 
 func (s *server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
-	ss := &session{id: -1, last: s.h.Now()}
-	ss.idle.Init(s.idler, c) // the idle timeout starts now
-	c.SetContext(ss)
+	now := s.now()
+	base := session{id: -1, last: now}
+	switch s.impl {
+	case implWheel:
+		ss := &wheelSession{session: base}
+		ss.idle.Init(s.idler, c) // the idle timeout starts now
+		c.SetContext(ss)
+	case implScan:
+		ss := &scanSession{session: base, c: c}
+		ss.lastNano.Store(int64(now.Sub(s.epoch)))
+		ss.check = func(context.Context) error { s.scanCheck(ss); return nil }
+		c.SetContext(ss)
+		s.scanMu.Lock()
+		s.scanConns[ss] = struct{}{}
+		s.scanMu.Unlock()
+	case implAfterFunc:
+		ss := &afterFuncSession{session: base}
+		ss.check = func(context.Context) error { s.afterFuncCheck(c, ss); return nil }
+		ss.t = time.AfterFunc(s.timeout, func() {
+			// The timer's goroutine may not touch the conn: hop onto its loop.
+			c.EventLoop().Execute(context.Background(), ss.check)
+		})
+		c.SetContext(ss)
+	}
+	s.sample.CompareAndSwap(nil, &c)
 	s.open.Add(1)
 	return nil, gnet.None
 }
 
 func (s *server) OnTraffic(c gnet.Conn) gnet.Action {
-	ss := c.Context().(*session)
-	ss.idle.Traffic() // data arrived: push the close back
-	ss.last = s.h.Now()
-	if s.allocs.Load() == nil {
-		a := testing.AllocsPerRun(100, ss.idle.Traffic)
-		s.allocs.Store(&a)
+	now := s.now()
+	x := c.Context().(sess)
+	switch x := x.(type) {
+	case *wheelSession:
+		x.idle.Traffic() // data arrived: push the close back
+	case *scanSession:
+		x.lastNano.Store(int64(now.Sub(s.epoch)))
+	case *afterFuncSession:
+		x.t.Reset(s.timeout)
 	}
+	ss := x.base()
+	ss.last = now
 	buf, _ := c.Next(-1)
 	for _, line := range splitLines(buf) {
 		s.heartbeats.Add(1)
@@ -99,14 +191,124 @@ func (s *server) OnTraffic(c gnet.Conn) gnet.Action {
 }
 
 func (s *server) OnClose(c gnet.Conn, _ error) gnet.Action {
-	ss := c.Context().(*session)
-	rec := closeRecord{id: ss.id, at: s.h.Now(), last: ss.last, deadline: ss.idle.Deadline(), err: ss.idle.Err()}
-	ss.idle.Close() // stop its timers
+	x := c.Context().(sess)
+	ss := x.base()
+	rec := closeRecord{id: ss.id, at: s.now(), last: ss.last, deadline: ss.deadline, idle: ss.idleClosed}
+	ss.closed = true
+	switch x := x.(type) {
+	case *wheelSession:
+		rec.deadline, rec.idle = x.idle.Deadline(), x.idle.Err() != nil
+		x.idle.Close() // stop its timers
+	case *scanSession:
+		s.scanMu.Lock()
+		delete(s.scanConns, x) // the scan may have taken it out already
+		s.scanMu.Unlock()
+	case *afterFuncSession:
+		x.t.Stop()
+	}
 	s.open.Add(-1)
 	s.mu.Lock()
 	s.closes = append(s.closes, rec)
 	s.mu.Unlock()
 	return gnet.None
+}
+
+// trafficFunc is what OnTraffic does for the impl, as a func whose
+// allocations can be counted.
+func (s *server) trafficFunc(x sess, now time.Time) func() {
+	switch x := x.(type) {
+	case *wheelSession:
+		return x.idle.Traffic
+	case *scanSession:
+		return func() { x.lastNano.Store(int64(now.Sub(s.epoch))) }
+	case *afterFuncSession:
+		return func() { x.t.Reset(s.timeout) }
+	}
+	return func() {}
+}
+
+// trafficAllocs counts the allocations of what OnTraffic does for the
+// impl, on the loop of the first conn, while the clients are still quiet:
+// testing.AllocsPerRun counts the whole process's, so the least of a few
+// tries, made when nothing else runs, is the work's own.
+func (s *server) trafficAllocs() (float64, error) {
+	p := s.sample.Load()
+	if p == nil {
+		return 0, fmt.Errorf("no conn opened to measure the traffic work's allocations on")
+	}
+	c := *p
+	done := make(chan float64, 1)
+	err := c.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		x := c.Context().(sess)
+		now := s.now()
+		a := math.Inf(1)
+		for range 3 {
+			a = min(a, testing.AllocsPerRun(100, s.trafficFunc(x, now)))
+		}
+		x.base().last = now // as OnTraffic would
+		done <- a
+		return nil
+	}))
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case a := <-done:
+		return a, nil
+	case <-time.After(10 * time.Second):
+		return 0, fmt.Errorf("the event loop did not run the allocation count within 10s")
+	}
+}
+
+// OnTick, impl scan: every scanTick, on gnet's ticker goroutine, find the
+// conns whose last activity is at least timeout ago and hand each to its
+// loop, which closes it if that still holds there (traffic may have come
+// in between: never close early).
+func (s *server) OnTick() (time.Duration, gnet.Action) {
+	now := int64(time.Since(s.epoch))
+	due := s.scanDue[:0]
+	s.scanMu.Lock()
+	for ss := range s.scanConns {
+		if now-ss.lastNano.Load() >= int64(s.timeout) {
+			delete(s.scanConns, ss)
+			due = append(due, ss)
+		}
+	}
+	s.scanMu.Unlock()
+	for _, ss := range due {
+		ss.c.EventLoop().Execute(context.Background(), ss.check)
+	}
+	clear(due)
+	s.scanDue = due
+	return scanTick, gnet.None
+}
+
+// scanCheck runs on ss's loop.
+func (s *server) scanCheck(ss *scanSession) {
+	if ss.closed {
+		return
+	}
+	if last := ss.lastNano.Load(); int64(time.Since(s.epoch))-last >= int64(s.timeout) {
+		ss.idleClosed, ss.deadline = true, s.epoch.Add(time.Duration(last)+s.timeout)
+		ss.c.EventLoop().Close(ss.c) // OnClose runs before this returns
+		return
+	}
+	s.scanMu.Lock() // traffic came after the scan: back into the scan
+	s.scanConns[ss] = struct{}{}
+	s.scanMu.Unlock()
+}
+
+// afterFuncCheck runs on c's loop once ss's timer has fired.
+func (s *server) afterFuncCheck(c gnet.Conn, ss *afterFuncSession) {
+	if ss.closed {
+		return
+	}
+	if idle := time.Since(ss.last); idle < s.timeout {
+		ss.t.Reset(s.timeout - idle) // traffic came as the timer fired
+		return
+	}
+	ss.idleClosed, ss.deadline = true, ss.last.Add(s.timeout)
+	c.EventLoop().Close(c)
 }
 
 // splitLines returns the complete lines in buf (a heartbeat never spans
@@ -158,11 +360,20 @@ func (cl *client) run(interval time.Duration, stop <-chan struct{}) {
 	}
 }
 
+// trackedName names what the progress lines count per impl.
+var trackedName = map[string]string{
+	implWheel: "wheel.Len",
+	implScan:  "scanned",
+}
+
 // report is what a run measured.
 type report struct {
+	Impl            string
+	Seed            uint64
 	Conns, Silent   int
 	Note            string
 	Timeout         time.Duration
+	Interval        time.Duration
 	Elapsed         time.Duration
 	Heartbeats      int64
 	Late            []time.Duration // per idle close: when OnClose ran minus the deadline
@@ -173,7 +384,7 @@ type report struct {
 	WheelP99        time.Duration   // the wheel's own firing lateness (before the hop onto the loop), p99 bound
 	HeapPerConn     float64         // heap with every conn open minus before any, per conn
 	IdleBytes       float64         // an Idle and its share of its loop's buckets, per conn
-	TrafficAllocs   float64         // allocations of one Idle.Traffic, measured on a loop
+	TrafficAllocs   float64         // allocations of the impl's work per traffic event (Idle.Traffic, ...), measured on a loop
 	MallocsPerEvent float64         // process-wide allocations per heartbeat over the run (clients included)
 }
 
@@ -182,18 +393,33 @@ func run(cfg config) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &report{Conns: n, Note: note, Timeout: cfg.Timeout}
-	h, err := timingwheel.New() // 1ms tick
-	if err != nil {
-		return nil, err
+	rep := &report{Impl: cfg.Impl, Seed: cfg.Seed, Conns: n, Note: note, Timeout: cfg.Timeout, Interval: cfg.Interval}
+	s := &server{impl: cfg.Impl, timeout: cfg.Timeout, epoch: time.Now(), booted: make(chan struct{})}
+	opts := []gnet.Option{gnet.WithMulticore(true), gnet.WithLogger(quiet{})}
+	var w *gnetwheel.Wheel
+	var tracked func() int
+	switch cfg.Impl {
+	case implWheel:
+		h, err := timingwheel.New() // 1ms tick
+		if err != nil {
+			return nil, err
+		}
+		h.Start()
+		defer h.Stop()
+		w = gnetwheel.New(h)
+		s.h, s.idler = h, w.Idler(cfg.Timeout)
+		tracked = h.Len
+	case implScan:
+		s.scanConns = map[*scanSession]struct{}{}
+		opts = append(opts, gnet.WithTicker(true))
+		tracked = func() int { s.scanMu.Lock(); defer s.scanMu.Unlock(); return len(s.scanConns) }
+	case implAfterFunc:
+	default:
+		return nil, fmt.Errorf("run takes one of %v as the impl, got %q", impls, cfg.Impl)
 	}
-	h.Start()
-	defer h.Stop()
-	w := gnetwheel.New(h)
-	s := &server{h: h, idler: w.Idler(cfg.Timeout), timeout: cfg.Timeout, booted: make(chan struct{})}
 	runErr := make(chan error, 1)
 	go func() {
-		runErr <- gnet.Run(s, "tcp://127.0.0.1:0", gnet.WithMulticore(true), gnet.WithLogger(quiet{}))
+		runErr <- gnet.Run(s, "tcp://127.0.0.1:0", opts...)
 	}()
 	select {
 	case <-s.booted:
@@ -208,7 +434,7 @@ func run(cfg config) (*report, error) {
 	}()
 
 	heapBefore := heapAfterGC()
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x1d1e))
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x1d1e)) // the same workload for every impl
 	rep.Silent = int(math.Round(cfg.Silent * float64(n)))
 	window := cfg.Duration - cfg.Timeout - cfg.Slack
 	clients := make([]*client, n)
@@ -231,7 +457,13 @@ func run(cfg config) (*report, error) {
 		time.Sleep(time.Millisecond)
 	}
 	rep.HeapPerConn = float64(int64(heapAfterGC())-int64(heapBefore)) / float64(n)
-	rep.IdleBytes = idleBytes(w)
+	if w != nil {
+		rep.IdleBytes = idleBytes(w)
+	}
+	if rep.TrafficAllocs, err = s.trafficAllocs(); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Progress, "idle: impl %s, %s; seed %d\n", cfg.Impl, implHow[cfg.Impl], cfg.Seed)
 	fmt.Fprintf(cfg.Progress, "idle: %d clients connected to the gnet server on %s (%d will fall silent); timeout %v, running %v\n",
 		n, s.addr, rep.Silent, cfg.Timeout, cfg.Duration)
 
@@ -253,8 +485,11 @@ loop:
 		select {
 		case now := <-tick.C:
 			b := s.heartbeats.Load()
-			fmt.Fprintf(cfg.Progress, "%5.1fs  open %6d  heartbeats/s %6d  wheel.Len %6d\n",
-				now.Sub(start).Seconds(), s.open.Load(), b-beats, h.Len())
+			fmt.Fprintf(cfg.Progress, "%5.1fs  open %6d  heartbeats/s %6d", now.Sub(start).Seconds(), s.open.Load(), b-beats)
+			if name := trackedName[cfg.Impl]; name != "" {
+				fmt.Fprintf(cfg.Progress, "  %s %6d", name, tracked())
+			}
+			fmt.Fprintln(cfg.Progress)
 			beats = b
 		case <-end:
 			break loop
@@ -267,12 +502,9 @@ loop:
 	rep.CPU = cpu1 - cpu0
 	rep.Heartbeats = s.heartbeats.Load()
 	rep.MallocsPerEvent = float64(ms1.Mallocs-ms0.Mallocs) / float64(max(rep.Heartbeats, 1))
-	if a := s.allocs.Load(); a != nil {
-		rep.TrafficAllocs = *a
-	}
 	close(stop)
 	wg.Wait()
-	endAt := h.Now()
+	endAt := s.now()
 
 	// Judge what happened up to the end.
 	s.mu.Lock()
@@ -287,7 +519,7 @@ loop:
 		if c.at.Before(c.last.Add(cfg.Timeout)) {
 			rep.Early++
 		}
-		if c.err != nil {
+		if c.idle {
 			rep.Late = append(rep.Late, c.at.Sub(c.deadline))
 		}
 		if c.id >= 0 && c.id < n && !clients[c.id].silent {
@@ -299,8 +531,10 @@ loop:
 			rep.SilentOpen++
 		}
 	}
-	st := h.Stats()
-	rep.WheelP99 = st.LatenessQuantile(0.99)
+	if s.h != nil {
+		st := s.h.Stats()
+		rep.WheelP99 = st.LatenessQuantile(0.99)
+	}
 	return rep, nil
 }
 
@@ -380,21 +614,35 @@ func (r *report) print(w io.Writer) {
 	if r.Note != "" {
 		fmt.Fprintln(w, "idle:", r.Note)
 	}
-	fmt.Fprintf(w, "\nconnections %d (%d fell silent), timeout %v, ran %v, heartbeats %d\n",
+	fmt.Fprintf(w, "\nimpl %s: %s\n", r.Impl, implHow[r.Impl])
+	fmt.Fprintf(w, "connections %d (%d fell silent), timeout %v, ran %v, heartbeats %d\n",
 		r.Conns, r.Silent, r.Timeout, r.Elapsed.Round(time.Millisecond), r.Heartbeats)
 	fmt.Fprintf(w, "idle closes %d: lateness after the deadline p50 %v  p99 %v  max %v\n", len(r.Late),
 		quantile(r.Late, 0.5).Round(time.Microsecond), quantile(r.Late, 0.99).Round(time.Microsecond),
 		quantile(r.Late, 1).Round(time.Microsecond))
-	fmt.Fprintf(w, "  of which the wheel's firing (the rest is the hop onto the loop): p99 <= %v\n", r.WheelP99)
+	if r.Impl == implWheel {
+		fmt.Fprintf(w, "  of which the wheel's firing (the rest is the hop onto the loop): p99 <= %v\n", r.WheelP99)
+	}
 	fmt.Fprintf(w, "early closes %d (must be 0)   chatty conns closed %d (must be 0)   silent conns left open %d (must be 0)\n",
 		r.Early, r.ChattyClosed, r.SilentOpen)
 	sec := r.Elapsed.Seconds()
 	fmt.Fprintf(w, "CPU %.3f s over the run: %.1f µs per connection per second (server and its in-process clients)\n",
 		r.CPU.Seconds(), float64(r.CPU.Microseconds())/float64(r.Conns)/sec)
-	fmt.Fprintf(w, "heap per connection %.0f B (both ends, gnet's conn included); of it the idle timeout (gnetwheel.Idle and its share of the buckets) %.0f B\n",
-		r.HeapPerConn, r.IdleBytes)
-	fmt.Fprintf(w, "allocations per traffic event: Idle.Traffic %.0f (must be 0); whole process %.2f per heartbeat (clients and gnet included)\n",
-		r.TrafficAllocs, r.MallocsPerEvent)
+	if r.Impl == implWheel {
+		fmt.Fprintf(w, "heap per connection %.0f B (both ends, gnet's conn included); of it the idle timeout (gnetwheel.Idle and its share of the buckets) %.0f B\n",
+			r.HeapPerConn, r.IdleBytes)
+	} else {
+		fmt.Fprintf(w, "heap per connection %.0f B (both ends, gnet's conn included)\n", r.HeapPerConn)
+	}
+	fmt.Fprintf(w, "allocations per traffic event: %s %.0f (must be 0); whole process %.2f per heartbeat (clients and gnet included)\n",
+		trafficName[r.Impl], r.TrafficAllocs, r.MallocsPerEvent)
+}
+
+// trafficName names each impl's work per traffic event.
+var trafficName = map[string]string{
+	implWheel:     "Idle.Traffic",
+	implScan:      "the last-activity store",
+	implAfterFunc: "Timer.Reset",
 }
 
 func (r *report) problems() []string {
@@ -409,7 +657,7 @@ func (r *report) problems() []string {
 		p = append(p, fmt.Sprintf("%d silent conns were left open", r.SilentOpen))
 	}
 	if r.TrafficAllocs != 0 {
-		p = append(p, fmt.Sprintf("Idle.Traffic allocates %v times per call", r.TrafficAllocs))
+		p = append(p, fmt.Sprintf("%s allocates %v times per call", trafficName[r.Impl], r.TrafficAllocs))
 	}
 	if len(r.Late) < r.Silent-r.SilentOpen {
 		p = append(p, fmt.Sprintf("only %d idle closes were reported for %d silent conns", len(r.Late), r.Silent))
