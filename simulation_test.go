@@ -796,12 +796,12 @@ func simOps() (seeds, ops int) {
 	if testing.Short() {
 		return 4, 3000
 	}
-	return volume(3, 25), 6000
+	return volume(3, 15), 6000
 }
 
 // TestSimulation runs seeded random scripts on every layout. With
-// TIMINGWHEEL_LONG=1 it checks 10 layouts x 25 seeds x 6000 operations
-// (1.5 x 10^6); by default 3 seeds a layout.
+// TIMINGWHEEL_LONG=1 it checks 10 layouts x 15 seeds x 6000 operations
+// (9 x 10^5); by default 3 seeds a layout.
 func TestSimulation(t *testing.T) {
 	seeds, ops := simOps()
 	total := 0
