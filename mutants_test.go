@@ -281,6 +281,9 @@ func TestMutants_StopEmptyingOneShardKeepsDriver(t *testing.T) {
 		roundRobin(h)
 		h.Start()
 		defer h.Stop()
+		// Arm once the driver sleeps: a timer armed while the driver holds
+		// its shard's lock goes to another shard, maybe the other timer's.
+		synctest.Wait()
 		a := h.AfterFunc(time.Second, func() {})
 		var fired atomic.Int32
 		b := h.AfterFunc(2*time.Second, func() { fired.Add(1) })
