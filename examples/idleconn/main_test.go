@@ -423,25 +423,6 @@ func TestNameIn(t *testing.T) {
 	}
 }
 
-func TestConnsThatFit(t *testing.T) {
-	for _, tt := range []struct {
-		limit uint64
-		want  int
-	}{
-		{0, 0},
-		{fdReserve, 0},
-		{fdReserve + 1, 0},
-		{fdReserve + 2, 1},
-		{20_000, (20_000 - fdReserve) / 2},
-		{fdsNeeded(10_000), 10_000},
-		{1 << 62, 1 << 30},
-	} {
-		if got := connsThatFit(tt.limit); got != tt.want {
-			t.Errorf("connsThatFit(%d) = %d, want %d", tt.limit, got, tt.want)
-		}
-	}
-}
-
 func TestPercentile(t *testing.T) {
 	d := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 	for _, tt := range []struct {

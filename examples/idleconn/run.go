@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/demo"
 )
 
 // The ways the server can keep its idle timeouts (-mode).
@@ -379,7 +380,7 @@ func run(ctx context.Context, cfg config) (*report, error) {
 	if cfg.Conns > 0 {
 		var note string
 		var err error
-		n, note, err = fitConns(cfg.Conns)
+		n, note, err = demo.FitConns(cfg.Conns)
 		if err != nil {
 			return nil, err
 		}
@@ -512,7 +513,7 @@ func run(ctx context.Context, cfg config) (*report, error) {
 			fmt.Fprintln(notes, "idleconn: timer CPU not measured:", err)
 		}
 	}
-	cpu0, cpuOK := processCPU()
+	cpu0, cpuOK := demo.ProcessCPU()
 
 	// Run, printing one line per second while the demo's clients run.
 	start := time.Now()
@@ -568,7 +569,7 @@ loop:
 		st := h.Stats() // before the teardown closes (and so stops) the rest
 		rep.Wheel = &st
 	}
-	if cpu1, ok := processCPU(); ok && cpuOK {
+	if cpu1, ok := demo.ProcessCPU(); ok && cpuOK {
 		rep.ProcessCPU = cpu1 - cpu0
 	}
 	if cpu != nil {

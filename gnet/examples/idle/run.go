@@ -17,6 +17,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/demo"
 	gnetwheel "github.com/timingwheel/timingwheel/gnet"
 	"golang.org/x/sys/unix"
 )
@@ -389,7 +390,7 @@ type report struct {
 }
 
 func run(cfg config) (*report, error) {
-	n, note, err := fitConns(cfg.Conns)
+	n, note, err := demo.FitConns(cfg.Conns)
 	if err != nil {
 		return nil, err
 	}
@@ -469,7 +470,7 @@ func run(cfg config) (*report, error) {
 
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
-	cpu0, _ := processCPU()
+	cpu0, _ := demo.ProcessCPU()
 	start := time.Now()
 	for _, cl := range clients {
 		if cl.silent {
@@ -497,7 +498,7 @@ loop:
 	}
 	tick.Stop()
 	rep.Elapsed = time.Since(start)
-	cpu1, _ := processCPU()
+	cpu1, _ := demo.ProcessCPU()
 	runtime.ReadMemStats(&ms1)
 	rep.CPU = cpu1 - cpu0
 	rep.Heartbeats = s.heartbeats.Load()

@@ -1,15 +1,15 @@
 //go:build unix
 
-package main
+package demo
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the CPU time the process has used so far, user and
+// ProcessCPU returns the CPU time the process has used so far, user and
 // system, and whether it could be read.
-func processCPU() (time.Duration, bool) {
+func ProcessCPU() (time.Duration, bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, false

@@ -1,14 +1,14 @@
 //go:build unix
 
-package main
+package demo
 
 import "syscall"
 
-// raiseFileLimit tries to make RLIMIT_NOFILE at least need, raising the hard
+// RaiseFileLimit tries to make RLIMIT_NOFILE at least need, raising the hard
 // limit too if the process may (root with CAP_SYS_RESOURCE). It returns the
 // soft limit now in force and, if that is still short, why it could not be
 // raised.
-func raiseFileLimit(need uint64) (uint64, error) {
+func RaiseFileLimit(need uint64) (uint64, error) {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return 0, err
