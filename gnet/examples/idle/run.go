@@ -17,8 +17,8 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/timingwheel/timingwheel"
-	"github.com/timingwheel/timingwheel/internal/demo"
 	gnetwheel "github.com/timingwheel/timingwheel/gnet"
+	"github.com/timingwheel/timingwheel/internal/demo"
 	"golang.org/x/sys/unix"
 )
 
