@@ -220,6 +220,16 @@ type arming struct {
 	onlyArmed bool
 }
 
+// beyondLevel0 reports whether t, filed at tick f of shard s whose now is
+// now, sits at least level 0's span after both now and the running
+// Advance's frontier: in a coarse slot, so a later deadline need only be
+// stored. It loads the frontier, a word Advance writes, only when asked.
+// s.mu must be held.
+func (t *Timer) beyondLevel0(s *shard, f, now int64) bool {
+	n := max(now, s.h.frontier.Load())
+	return f > n && f-n >= s.h.lazyTicks
+}
+
 // touch re-arms t to fire d from now if it is armed, and reports whether
 // it was. A timer that fired or was stopped stays as it is, with the
 // deadline it had: IdleConn re-arms this way, so that a Read racing with
@@ -276,8 +286,7 @@ func (t *Timer) resetTo(a arming) bool {
 		// it has passed waits on the late list, filed at a tick that may be
 		// after its shard's now but not after the Advance's frontier: count
 		// that as now too.
-		lazyNow := max(now, s.h.frontier.Load())
-		if f == d && f > now || w >= t.when.Load() && f > lazyNow && f-lazyNow >= s.h.lazyTicks {
+		if f == d && f > now || w >= t.when.Load() && t.beyondLevel0(s, f, now) {
 			t.when.Store(w)
 			s.mu.Unlock()
 			return true
