@@ -35,6 +35,18 @@ func (q *queue) take() []func() {
 	return r
 }
 
+// firedOnQueue returns an executor timer, armed 1ms out on h and fired
+// once, its run waiting on q; *ran counts f's calls.
+func firedOnQueue(t *testing.T) (h *Hierarchy, clk *fakeClock, q *queue, tm *Timer, ran *int) {
+	h, clk = newFake(t)
+	q, tm, ran = &queue{}, new(Timer), new(int)
+	tm.InitOn(h, q.exec, func() { *ran++ })
+	tm.Reset(time.Millisecond)
+	clk.Add(time.Millisecond)
+	advanceWithin(t, h, "the deadline")
+	return h, clk, q, tm, ran
+}
+
 func TestExecutor_FiringHandsTheRunToExec(t *testing.T) {
 	h, clk := newFake(t)
 	q := &queue{}
@@ -59,20 +71,13 @@ func TestExecutor_FiringHandsTheRunToExec(t *testing.T) {
 }
 
 func TestExecutor_StopBetweenFiringAndRunWins(t *testing.T) {
-	h, clk := newFake(t)
-	q := &queue{}
-	ran := 0
-	var tm Timer
-	tm.InitOn(h, q.exec, func() { ran++ })
-	tm.Reset(time.Millisecond)
-	clk.Add(time.Millisecond)
-	advanceWithin(t, h, "the deadline")
+	h, _, q, tm, ran := firedOnQueue(t)
 	assert.True(t, tm.Stop(), "Stop before the run starts cancels the arming")
 	assert.False(t, tm.Stop())
 	for _, run := range q.take() {
 		run()
 	}
-	assert.Zero(t, ran, "f never runs for the stopped arming")
+	assert.Zero(t, *ran, "f never runs for the stopped arming")
 	assert.Equal(t, 0, h.Len())
 	st := h.Stats()
 	assert.Equal(t, uint64(0), st.Fired)
@@ -107,19 +112,12 @@ func TestExecutor_ResetBetweenFiringAndRunWins(t *testing.T) {
 }
 
 func TestExecutor_RunCalledTwiceCallsFOnce(t *testing.T) {
-	h, clk := newFake(t)
-	q := &queue{}
-	ran := 0
-	var tm Timer
-	tm.InitOn(h, q.exec, func() { ran++ })
-	tm.Reset(time.Millisecond)
-	clk.Add(time.Millisecond)
-	advanceWithin(t, h, "the deadline")
+	h, _, q, _, ran := firedOnQueue(t)
 	runs := q.take()
 	require.Len(t, runs, 1)
 	runs[0]()
 	runs[0]()
-	assert.Equal(t, 1, ran)
+	assert.Equal(t, 1, *ran)
 	mustCheck(t, h)
 }
 
