@@ -86,7 +86,7 @@ type report struct {
 	Elapsed   time.Duration
 
 	PingsSent, PingsReceived, Msgs int64
-	PingEarly                      int   // pings sent less than Ping after the previous write began
+	PingEarly                      int   // pings sent less than Ping after the previous write began (see server.ping)
 	PingLate                       []int // lateness quantiles p50, p99, max in µs
 	Closes, Silent                 int
 	CloseEarly                     int // closes less than Timeout after the client's last heartbeat
@@ -121,10 +121,38 @@ func (r *report) problems() []string {
 
 // sconn is the server's side of one conn.
 type sconn struct {
-	c         net.Conn      // wrapped by IdleConn in wheel mode
-	lastWrite atomic.Int64  // ns since base, taken just before the last Write of data began
-	send      chan struct{} // ticker mode: the writer's queue
-	quit      chan struct{} // ticker mode: the reader ended
+	c    net.Conn      // wrapped by IdleConn in wheel mode
+	send chan struct{} // ticker mode: the writer's queue
+	quit chan struct{} // ticker mode: the reader ended
+
+	// The starts of the last few Writes, in ns since base, newest at
+	// starts[n%len]: taken just before each Write began, so never later
+	// than the wrapper's own record of it. A ping and a message may be
+	// written at once (from the wheel's goroutine and from messages).
+	wmu    sync.Mutex
+	starts [4]int64
+	n      int
+}
+
+// noteWrite records that a Write begins now.
+func (sc *sconn) noteWrite(now int64) {
+	sc.wmu.Lock()
+	sc.n++
+	sc.starts[sc.n%len(sc.starts)] = now
+	sc.wmu.Unlock()
+}
+
+// lastWriteBefore returns the start of the newest recorded Write that began
+// no later than at; false if every recorded one began later.
+func (sc *sconn) lastWriteBefore(at int64) (int64, bool) {
+	sc.wmu.Lock()
+	defer sc.wmu.Unlock()
+	for i := 0; i < len(sc.starts) && i < sc.n; i++ {
+		if s := sc.starts[(sc.n-i)%len(sc.starts)]; s <= at {
+			return s, true
+		}
+	}
+	return 0, false
 }
 
 type server struct {
@@ -143,6 +171,10 @@ type server struct {
 
 func (s *server) since() int64 { return int64(time.Since(s.base)) }
 
+// pingWindow is how long before a ping the wheel is taken to have decided
+// it: an eighth of Ping, far more than the few microseconds it takes.
+func (s *server) pingWindow() time.Duration { return s.cfg.Ping / 8 }
+
 var (
 	pingLine = []byte("ping\n")
 	msgLine  = []byte("news\n")
@@ -151,21 +183,32 @@ var (
 // write writes line to sc under a short write deadline, so that a peer
 // that reads nothing never blocks the writer for long.
 func (s *server) write(sc *sconn, line []byte) {
-	sc.lastWrite.Store(s.since())
+	sc.noteWrite(s.since())
 	sc.c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
 	sc.c.Write(line)
 }
 
 // ping sends a ping, first recording how long the conn had been written
 // nothing: never less than Ping, unless an event was early.
+//
+// The wheel decides to ping a moment before it calls ping, and a message
+// Write may begin in between (the messages goroutine does not wait for the
+// wheel): that Write came after the decision, so it does not make the ping
+// early. The gap is therefore measured to the newest Write that began at
+// least pingWindow before ping was called; the decision is taken to be
+// that recent. (A ping decided earlier than that, with a Write begun in
+// between, would be counted early: a false alarm, never a missed one.)
 func (s *server) ping(sc *sconn) {
-	gap := time.Duration(s.since() - sc.lastWrite.Load())
-	s.mu.Lock()
-	if gap < s.cfg.Ping {
-		s.pingEarly++
+	now := s.since()
+	if last, ok := sc.lastWriteBefore(now - int64(s.pingWindow())); ok {
+		gap := time.Duration(now - last)
+		s.mu.Lock()
+		if gap < s.cfg.Ping {
+			s.pingEarly++
+		}
+		s.pingLate = append(s.pingLate, gap-s.cfg.Ping)
+		s.mu.Unlock()
 	}
-	s.pingLate = append(s.pingLate, gap-s.cfg.Ping)
-	s.mu.Unlock()
 	s.pings.Add(1)
 	s.write(sc, pingLine)
 }
@@ -177,7 +220,7 @@ func (s *server) accept(ln net.Listener) {
 			return
 		}
 		sc := &sconn{c: c}
-		sc.lastWrite.Store(s.since())
+		sc.noteWrite(s.since()) // the count of write silence starts at accept
 		if s.h != nil {
 			// The idle close and the ping in one wrapper; f is the
 			// conn's own, so it finds the conn's state without a lookup.
