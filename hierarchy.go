@@ -150,6 +150,10 @@ type Hierarchy struct {
 	// change shards.
 	moveAlways bool
 
+	// idleW holds the buckets of the conns of IdleConn with options, made
+	// by the first of them (see idleWheel).
+	idleW atomic.Pointer[idleWheel]
+
 	// The fields above are read by every operation and written only by
 	// New (tokens: by the pool, per processor); those below are written
 	// as the hierarchy runs. Keep them off each other's cache lines.

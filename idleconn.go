@@ -186,12 +186,15 @@ func (c *idleConn) IdleDeadline() time.Time { return c.t.Deadline() }
 
 // timeoutError is the error of a Read or Write after the idle timeout: the
 // one package net returns when a deadline set by SetDeadline has passed.
-func (c *idleConn) timeoutError(op string) error {
+func (c *idleConn) timeoutError(op string) error { return timeoutError(c.Conn, op) }
+
+// timeoutError is the error of op on c after the hierarchy closed it.
+func timeoutError(c net.Conn, op string) error {
 	e := &net.OpError{Op: op, Err: os.ErrDeadlineExceeded}
-	if a := c.Conn.LocalAddr(); a != nil {
+	if a := c.LocalAddr(); a != nil {
 		e.Net, e.Source = a.Network(), a
 	}
-	if a := c.Conn.RemoteAddr(); a != nil {
+	if a := c.RemoteAddr(); a != nil {
 		e.Addr = a
 	}
 	return e

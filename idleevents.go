@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // An IdleOption adds an idle event to the conns of [Hierarchy.IdleConn] and
@@ -23,16 +24,23 @@ import (
 // that advances the hierarchy, one at a time (with [WithParallelCallbacks],
 // those of conns in different shards may run at once; a conn's own never
 // overlap), and must not block it: see [OnWriteIdle] for how to write a
-// ping without blocking. Close stops the
-// conn's events; the hierarchy keeps no reference to a closed conn. All of
-// a conn's events share one [Timer] held in the conn, so a conn with
-// options costs 48 bytes more than one without, whatever options it has,
-// and re-arming on Read and Write allocates nothing and takes no lock: a
-// Read or Write only records that it moved data, and the timer of a busy
-// conn fires about once per idle period to find it busy (such firings run
-// none of the functions given, but count in [Hierarchy.Stats]). Each
-// function is given the conn IdleConn returned, so that a Write through it
-// counts as writing.
+// ping without blocking. Close stops the conn's events; the hierarchy keeps
+// no reference to a closed conn.
+//
+// A conn with options has no timer of its own, so it is lighter than one
+// without: 64 bytes (80 with MaxLifetime) for the conn and all its events,
+// when its options are shared with other conns (IdleListener's are; so
+// are IdleConn's when each call passes the same functions, and a new
+// closure per conn costs a 48-byte config per conn). Conns whose next
+// events fall in the same tick, or, while far, in the same span of ticks,
+// share one timer of the hierarchy: [Hierarchy.Len] and [Hierarchy.Stats]
+// count those shared timers, not one per conn. A Read or Write that moves
+// data only records the clock in an atomic (no lock, no allocation); the
+// shared timer finds on firing which conns have an event due, so a busy
+// conn is looked at about once per idle period, and a conn whose event is
+// far is looked at a few more times as it nears (log32 of its distance in
+// ticks). Each function is given the conn IdleConn returned, so that a
+// Write through it counts as writing.
 //
 // A later option of the same kind replaces an earlier one. A nil
 // IdleOption makes IdleConn and IdleListener panic.
@@ -129,80 +137,105 @@ func idleOptions(method string, opts []IdleOption) idleConfig {
 	return cfg
 }
 
-// idleWriter is added to idleConn.state for each Write in progress on an
-// eventConn with a write-idle event.
-const idleWriter = 1 << 8
+// Bits and counts of eventConn.state, beside idleTimedOut and idleClosed.
+const (
+	idleLifeEnded = 1 << 2 // with idleTimedOut: closed at the end of its lifetime
+	idleWriter    = 1 << 8 // added for each Write in progress, with a write-idle event
+)
 
-// eventConn is the conn of IdleConn with options. One timer, the idleConn's,
-// serves every event: Read and Write only record when they moved data (a
-// clock read and an atomic store: no lock), and the timer, armed for the
-// earliest event the marks allowed when it was last armed, finds on firing
-// whether an event is due and re-arms for the next. An active conn's timer
-// thus fires about once per idle period, to find it not idle, instead of
-// being re-armed on every Read and Write. The marks only move forward, so
-// the armed deadline is never later than the earliest event due: no event
-// is late by more than the timer itself.
+// eventConn is the conn of IdleConn with options. It has no timer of its
+// own: it sits in a bucket of its group (see idlebucket.go), filed for the
+// earliest event its marks allowed when it was filed. Read and Write only
+// move the marks (a clock read and an atomic store: no lock), and when the
+// bucket's timer fires the conn runs the events that are due and is filed
+// again for the next. The marks only move forward, so the bucket is never
+// later than the earliest event due: no event is late by more than a
+// timer of the hierarchy.
 //
-// Its size is a malloc size class (144 bytes): keep it so.
+// It is 64 bytes, a malloc size class: keep it so. A conn with a lifetime,
+// or with an idle of its own, is an extConn, 16 bytes more.
 type eventConn struct {
-	idleConn
-	// read and write are the marks, in ns since the origin: the clock at the
-	// last Read (Write) that moved data, or at the last read-idle
-	// (write-idle) event, whichever is later.
-	read, write atomic.Int64
-	// closedAt is the deadline the hierarchy closed the conn for, in ns
-	// since the origin; written before idleTimedOut is set.
-	closedAt  atomic.Int64
-	lifeEnd   int64 // ns since the origin; math.MaxInt64: no lifetime
-	writeIdle int64 // ns; 0: no write-idle event
-	onRead    func(net.Conn)
-	onWrite   func(net.Conn)
+	net.Conn
+	cfg *eventConfig
+	// read and write are the marks: the clock at the last Read (Write) that
+	// moved data, or at the last read-idle (write-idle) event, whichever is
+	// later. The idle close freezes read.
+	read, write mark
+	prev, next  *eventConn    // in a bucket's list, guarded by the group's lock; nil: in none
+	state       atomic.Uint32 // idleTimedOut | idleClosed | idleLifeEnded, plus idleWriter per Write
+	home        uint32        // the conn's group (shard index); sentinelHome for a list's head
+}
+
+// extConn is an eventConn with what its config does not hold: a lifetime
+// (MaxLifetime), or an idle of its own (conns with the same options but
+// different idles share a config whose idle is 0).
+type extConn struct {
+	eventConn
+	idle    int64 // ns, if cfg.idle is 0
+	lifeEnd int64 // ns since the origin, if cfg.lifetime > 0
+}
+
+// ext returns the extConn c is the first field of; c must be one.
+func (c *eventConn) ext() *extConn { return (*extConn)(unsafe.Pointer(c)) }
+
+// hasExt reports whether conns of cfg are extConns.
+func (cfg *eventConfig) hasExt() bool { return cfg.idle == 0 || cfg.lifetime > 0 }
+
+// idle returns c's read-idle time in ns.
+func (c *eventConn) idle() int64 {
+	if d := c.cfg.idle; d != 0 {
+		return d
+	}
+	return c.ext().idle
+}
+
+// lifeEnd returns the end of c's lifetime in ns since the origin,
+// math.MaxInt64 for none.
+func (c *eventConn) lifeEnd() int64 {
+	if c.cfg.lifetime == 0 {
+		return math.MaxInt64
+	}
+	return c.ext().lifeEnd
 }
 
 func (h *Hierarchy) newEventConn(c net.Conn, idle time.Duration, cfg *idleConfig) *eventConn {
-	ec := &eventConn{
-		idleConn:  idleConn{Conn: c, idle: idle},
-		lifeEnd:   math.MaxInt64,
-		writeIdle: int64(cfg.writeIdle),
-		onRead:    cfg.onRead,
-		onWrite:   cfg.onWrite,
+	w := h.idleWheel()
+	ecfg := w.config(h, int64(idle), cfg)
+	var ec *eventConn
+	if ecfg.hasExt() {
+		x := &extConn{idle: int64(idle)}
+		ec = &x.eventConn
+	} else {
+		ec = new(eventConn)
 	}
-	ec.t.Init(h, ec.fire) // the one allocation besides ec: the method value
-	now := h.elapsed()
-	ec.read.Store(now)
-	ec.write.Store(now)
+	ec.Conn = c
+	ec.cfg = ecfg
+	ec.home = uint32(h.pickShard().idx)
+	g := &w.groups[ec.home]
+	g.mu.Lock()
+	now := h.elapsed() // under the lock, as every filing reads the clock
+	ec.read.store(now)
+	ec.write.store(now)
 	if cfg.lifetime > 0 {
-		ec.lifeEnd = satAdd(now, int64(cfg.lifetime))
+		ec.ext().lifeEnd = satAdd(now, int64(cfg.lifetime))
 	}
-	ec.t.resetTo(arming{v: clampDeadline(ec.nextDue()), move: true})
+	g.fileLocked(ec)
+	g.mu.Unlock()
 	return ec
-}
-
-// hierarchy returns the hierarchy the conn's timer is bound to.
-func (c *eventConn) hierarchy() *Hierarchy { return c.t.sh.Load().h }
-
-// raise moves mark m forward to now; a mark already later stays.
-func raise(m *atomic.Int64, now int64) {
-	for {
-		old := m.Load()
-		if old >= now || m.CompareAndSwap(old, now) {
-			return
-		}
-	}
 }
 
 // Read reads from c and, if that returned data, records it for the
 // read-idle event.
 func (c *eventConn) Read(p []byte) (int, error) {
 	if c.state.Load()&idleTimedOut != 0 {
-		return 0, c.timeoutError("read")
+		return 0, timeoutError(c.Conn, "read")
 	}
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		raise(&c.read, c.hierarchy().elapsed())
+		c.read.raise(c.cfg.h.elapsed())
 	}
 	if err != nil && c.state.Load()&idleTimedOut != 0 {
-		err = c.timeoutError("read")
+		err = timeoutError(c.Conn, "read")
 	}
 	return n, err
 }
@@ -210,113 +243,115 @@ func (c *eventConn) Read(p []byte) (int, error) {
 // Write writes to c and, if that wrote data, records it for the
 // write-idle event. While it runs, the conn is not write idle.
 func (c *eventConn) Write(p []byte) (int, error) {
-	if c.writeIdle == 0 {
-		return c.idleConn.Write(p)
-	}
 	if c.state.Load()&idleTimedOut != 0 {
-		return 0, c.timeoutError("write")
+		return 0, timeoutError(c.Conn, "write")
+	}
+	if c.cfg.writeIdle == 0 {
+		n, err := c.Conn.Write(p)
+		if err != nil && c.state.Load()&idleTimedOut != 0 {
+			err = timeoutError(c.Conn, "write")
+		}
+		return n, err
 	}
 	c.state.Add(idleWriter)
 	n, err := c.Conn.Write(p)
 	if n > 0 {
-		raise(&c.write, c.hierarchy().elapsed()) // before the Write stops counting as in progress
+		c.write.raise(c.cfg.h.elapsed()) // before the Write stops counting as in progress
 	}
 	c.state.Add(^uint32(idleWriter - 1)) // minus idleWriter
 	if err != nil && c.state.Load()&idleTimedOut != 0 {
-		err = c.timeoutError("write")
+		err = timeoutError(c.Conn, "write")
 	}
 	return n, err
 }
+
+// Close stops the conn's events and closes c.
+func (c *eventConn) Close() error {
+	old := c.state.Or(idleClosed)
+	if old&idleClosed != 0 {
+		return c.Conn.Close() // a second Close: c's answer, typically net.ErrClosed
+	}
+	g := c.group()
+	g.mu.Lock()
+	g.unlinkLocked(c) // the hierarchy keeps no reference to c
+	g.mu.Unlock()
+	if old&idleTimedOut != 0 {
+		return nil // the hierarchy has closed c (or is closing it) already
+	}
+	return c.Conn.Close()
+}
+
+// NetConn returns the conn that was wrapped.
+func (c *eventConn) NetConn() net.Conn { return c.Conn }
 
 // IdleDeadline returns when the conn is to be closed for being idle, or,
 // with OnReadIdle, when its next read-idle event is due; once the hierarchy
 // has closed it, the deadline it was closed for (idle or lifetime).
 func (c *eventConn) IdleDeadline() time.Time {
-	h := c.hierarchy()
-	if c.state.Load()&idleTimedOut != 0 {
-		return h.origin.Add(time.Duration(c.closedAt.Load()))
+	at := satAdd(c.read.load(), c.idle())
+	if s := c.state.Load(); s&idleTimedOut != 0 && s&idleLifeEnded != 0 {
+		at = c.lifeEnd()
 	}
-	return h.origin.Add(time.Duration(satAdd(c.read.Load(), int64(c.idle))))
+	return c.cfg.h.origin.Add(time.Duration(at))
 }
 
 // nextDue returns the earliest deadline the marks allow, in ns since the
 // origin.
 func (c *eventConn) nextDue() int64 {
-	next := min(satAdd(c.read.Load(), int64(c.idle)), c.lifeEnd)
-	if c.writeIdle > 0 {
-		next = min(next, satAdd(c.write.Load(), c.writeIdle))
+	next := min(satAdd(c.read.load(), c.idle()), c.lifeEnd())
+	if c.cfg.writeIdle > 0 {
+		next = min(next, satAdd(c.write.load(), c.cfg.writeIdle))
 	}
-	return next
+	return clampDeadline(next)
 }
 
-// due reports whether idle has passed since mark m at now, and if so moves
-// m to now (the event restarts the count), unless a concurrent Read or
-// Write moved it first.
-func due(m *atomic.Int64, idle, now int64) bool {
-	for {
-		old := m.Load()
-		if now < satAdd(old, idle) {
-			return false
-		}
-		if m.CompareAndSwap(old, now) {
-			return true
-		}
-	}
-}
-
-// fire is the timer's callback: it closes the conn or runs the events that
-// are due, after re-arming the timer for the next one.
+// fire looks at c when its bucket's timer has fired: it closes the conn or
+// runs the events that are due, and files the conn again for the next.
+// Filing comes after the events, so that a conn's events never overlap;
+// f may Close the conn (it is then not filed) or write to it (which moves
+// a mark before the filing reads it).
 func (c *eventConn) fire() {
 	if c.state.Load()&(idleTimedOut|idleClosed) != 0 {
 		return
 	}
-	h := c.hierarchy()
-	now := h.elapsed()
-	if now >= c.lifeEnd {
-		c.expireAt(c.lifeEnd)
+	cfg := c.cfg
+	now := cfg.h.elapsed()
+	if now >= c.lifeEnd() {
+		c.expire(idleLifeEnded)
 		return
 	}
-	if c.onRead == nil {
-		if d := satAdd(c.read.Load(), int64(c.idle)); now >= d {
-			c.expireAt(d)
-			return
-		}
+	if cfg.onRead == nil && c.read.freezeIfDue(c.idle(), now) {
+		c.expire(0)
+		return
 	}
-	readIdle := c.onRead != nil && due(&c.read, int64(c.idle), now)
+	readIdle := cfg.onRead != nil && c.read.due(c.idle(), now)
 	writeIdle := false
-	if c.writeIdle > 0 {
+	if cfg.writeIdle > 0 {
 		if c.state.Load() >= idleWriter { // a Write in progress: not idle
-			raise(&c.write, now)
+			c.write.raise(now)
 		} else {
-			writeIdle = due(&c.write, c.writeIdle, now)
+			writeIdle = c.write.due(cfg.writeIdle, now)
 		}
-	}
-	// Re-arm before the events, so that f may Close the conn (which stops
-	// the timer) or write (which moves a mark); a Close that came while
-	// this ran stopped a timer that had fired, so stop the re-armed one.
-	c.t.resetTo(arming{v: clampDeadline(c.nextDue())})
-	if c.state.Load()&(idleTimedOut|idleClosed) != 0 {
-		c.t.Stop()
-		return
 	}
 	if readIdle {
-		c.onRead(c)
+		cfg.onRead(c)
 	}
 	if writeIdle {
-		c.onWrite(c)
+		cfg.onWrite(c)
 	}
+	c.group().file(c)
 }
 
-// expireAt closes the conn as the idle close does, for the deadline at (ns
-// since the origin), unless Close came first.
-func (c *eventConn) expireAt(at int64) {
-	c.closedAt.Store(at)
+// expire closes the conn as the idle close does (why: 0, or idleLifeEnded),
+// unless Close came first. The flag goes up before c is closed, so a Read
+// or Write that fails because of the close reports the timeout.
+func (c *eventConn) expire(why uint32) {
 	for {
 		s := c.state.Load()
 		if s&(idleTimedOut|idleClosed) != 0 {
 			return
 		}
-		if c.state.CompareAndSwap(s, s|idleTimedOut) {
+		if c.state.CompareAndSwap(s, s|idleTimedOut|why) {
 			c.Conn.Close()
 			return
 		}

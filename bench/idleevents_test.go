@@ -24,6 +24,9 @@ import (
 // ping period.
 const pingEvery = 15 * time.Second
 
+// sharedIdle is the read-idle time of the benchmarks' conns that share one.
+const sharedIdle = 45 * time.Second
+
 // heapAndStack returns HeapAlloc and StackInuse after a GC.
 func heapAndStack() (heap, stack uint64) {
 	runtime.GC()
@@ -42,7 +45,10 @@ func heapAndStack() (heap, stack uint64) {
 //
 //   - impl=wheel/api=IdleConn+OnWriteIdle: h.IdleConn(c, idle,
 //     OnWriteIdle(ping, f)), the wrapper that closes on read idle and
-//     calls f on write idle; no goroutine.
+//     calls f on write idle; no goroutine. idle=shared: every conn has the
+//     same idle, as a server's have (IdleListener's always do); the conns
+//     share one config. idle=per-conn: each its own 30–60 s, so each
+//     conn has a config of its own.
 //   - impl=runtime/api=Ticker+SetReadDeadline: time.NewTicker(ping) and
 //     c.SetReadDeadline: the ticker alone, for a server whose per-conn
 //     writer goroutine exists anyway. SetReadDeadline's runtime timer lives
@@ -70,8 +76,8 @@ func BenchmarkHeapIdleEvents(b *testing.B) {
 	// first reading.
 	wrapped := make([]net.Conn, n)
 	tickers := make([]*time.Ticker, n)
-	for _, api := range []string{"wheel/api=IdleConn+OnWriteIdle", "runtime/api=Ticker+SetReadDeadline",
-		"runtime/api=Ticker+SetReadDeadline+goroutine"} {
+	for _, api := range []string{"wheel/api=IdleConn+OnWriteIdle/idle=shared", "wheel/api=IdleConn+OnWriteIdle/idle=per-conn",
+		"runtime/api=Ticker+SetReadDeadline", "runtime/api=Ticker+SetReadDeadline+goroutine"} {
 		b.Run("impl="+api+"/"+size, func(b *testing.B) {
 			b.ReportAllocs()
 			var perConn, stackPerConn float64
@@ -79,14 +85,19 @@ func BenchmarkHeapIdleEvents(b *testing.B) {
 				heap0, stack0 := heapAndStack()
 				var disarm func()
 				switch api {
-				case "wheel/api=IdleConn+OnWriteIdle":
+				case "wheel/api=IdleConn+OnWriteIdle/idle=shared", "wheel/api=IdleConn+OnWriteIdle/idle=per-conn":
 					h, err := timingwheel.New()
 					if err != nil {
 						b.Fatal(err)
 					}
 					h.Start()
+					perConnIdle := api == "wheel/api=IdleConn+OnWriteIdle/idle=per-conn"
 					for i, c := range set.conns {
-						wrapped[i] = h.IdleConn(c, farDuration(i), onWriteIdle)
+						idle := sharedIdle
+						if perConnIdle {
+							idle = farDuration(i)
+						}
+						wrapped[i] = h.IdleConn(c, idle, onWriteIdle)
 					}
 					disarm = func() {
 						h.Stop() // the wrappers are dropped, not closed: that would close the conns
