@@ -99,10 +99,10 @@ func (g *idleGroup) file(c *eventConn) {
 	g.mu.Unlock()
 }
 
-// fileLocked is file with g.mu held.
+// fileLocked is file with g.mu held. c must be in no list.
 func (g *idleGroup) fileLocked(c *eventConn) {
-	if c.state.Load()&(idleTimedOut|idleClosed) != 0 || c.next != nil {
-		return // closed: no reference is kept; linked: a bucket has it
+	if c.state.Load()&(idleTimedOut|idleClosed) != 0 {
+		return // closed: no reference is kept
 	}
 	h := c.cfg.h
 	key, at := spanFor(c.nextDue(), h.elapsed(), h.tick)

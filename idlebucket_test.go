@@ -193,3 +193,42 @@ func TestIdleBucket_PanickingEventKeepsTheOthers(t *testing.T) {
 	assert.Equal(t, 0, h.Len())
 	mustCheck(t, h)
 }
+
+// gatedConn's Read blocks until release is closed, then returns data.
+type gatedConn struct {
+	nopConn
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (c *gatedConn) Read(p []byte) (int, error) {
+	close(c.entered)
+	<-c.release
+	return len(p), nil
+}
+
+// TestIdleBucket_DeadlineStaysAtTheIdleClose: a Read in flight when the
+// hierarchy closed a conn with options returns its data, and does not
+// move IdleDeadline past the close (the idle close froze the read mark).
+func TestIdleBucket_DeadlineStaysAtTheIdleClose(t *testing.T) {
+	h, clk := newFake(t)
+	gc := &gatedConn{entered: make(chan struct{}), release: make(chan struct{})}
+	c := h.IdleConn(gc, time.Second, OnWriteIdle(time.Hour, func(net.Conn) {}))
+	want := c.(interface{ IdleDeadline() time.Time }).IdleDeadline()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n, _ := c.Read(make([]byte, 4))
+		assert.Equal(t, 4, n, "the Read in flight lost its data")
+	}()
+	<-gc.entered
+	clk.Add(time.Second)
+	h.Advance()
+	require.True(t, gc.closed.Load(), "not closed at its idle deadline")
+	clk.Add(time.Second)
+	close(gc.release)
+	<-done
+	assert.Equal(t, want, c.(interface{ IdleDeadline() time.Time }).IdleDeadline(), "IdleDeadline moved after the idle close")
+	assert.Equal(t, 0, h.Len())
+	mustCheck(t, h)
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -80,6 +81,29 @@ func watchdog(t *testing.T, d time.Duration, what string, conns ...io.Closer) {
 		}
 	})
 	t.Cleanup(func() { wd.Stop() })
+}
+
+// bubbleWithin runs f in a synctest bubble on a goroutine of its own and
+// fails the test, saying what hung, unless the bubble ends within d of
+// real time: a bubble whose goroutines never all block (a timer re-armed
+// for now, over and over) would otherwise run until the suite's timeout.
+func bubbleWithin(t *testing.T, d time.Duration, what string, f func(t *testing.T)) {
+	t.Helper()
+	done := make(chan struct{})
+	var p any
+	go func() {
+		defer close(done)
+		defer func() { p = recover() }()
+		synctest.Test(t, f)
+	}()
+	select {
+	case <-done:
+		if p != nil {
+			panic(p)
+		}
+	case <-time.After(d):
+		t.Fatalf("hung: %s did not end within %v of real time", what, d)
+	}
 }
 
 // send writes msg to c, failing the test if it cannot.

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -433,7 +432,7 @@ func TestIdleEvents_RealClock(t *testing.T) {
 // events come exactly at their deadlines rounded up to the tick, on the
 // real driver, with a ping written by f that re-arms.
 func TestIdleEvents_InBubble(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubbleWithin(t, 20*time.Second, "a conn's events over its 2s lifetime in a bubble", func(t *testing.T) {
 		h, err := timingwheel.New()
 		require.NoError(t, err)
 		h.Start()
