@@ -41,9 +41,10 @@ func (h *Hierarchy) WithTimeout(parent context.Context, d time.Duration) (contex
 // of package context report DeadlineExceeded too when its deadline passes.
 //
 // The context holds its timer by value: creating one costs two
-// allocations, one more when Done is first called (and, under a parent of
-// package context that can be cancelled, the two of [context.AfterFunc]
-// once something waits for the context). It asks a parent that
+// allocations, one more when Done is first called, and once something
+// waits for the context, the two of [context.AfterFunc] under a parent of
+// package context that can be cancelled, or one under a context returned
+// by these methods (the entry among its kids). It asks a parent that
 // can be done to tell it of its end only once something waits for the
 // context (its Done is called, an AfterFunc or a derived context is
 // registered with it); until then Err asks the parent, so a parent's end
@@ -63,12 +64,18 @@ func (h *Hierarchy) WithDeadline(parent context.Context, deadline time.Time) (co
 	return h.withDeadline("WithDeadline", parent, deadline, h.offset(deadline), h.elapsed())
 }
 
-// States of a deadlineCtx.
+// States of a deadlineCtx, in the low bits of its state word.
 const (
 	ctxLive     = iota
 	ctxCanceled // its cancel func was called
 	ctxExpired  // its own deadline passed
 	ctxParent   // its parent was done first
+
+	ctxPhase = 3 // the bits that hold one of the states above
+	// ctxDone is set in the state word, with mu held, once the done
+	// field holds the context's Done channel: a reader that sees it may
+	// read the field without the lock.
+	ctxDone = 4
 )
 
 // A deadlineCtx is the context of WithDeadline and WithTimeout: one
@@ -76,15 +83,17 @@ const (
 // single func value that serves as the timer's callback, as the
 // CancelFunc returned to the caller, and as the func its parent calls
 // when it is done (see stop). Err and Cause are not stored: they follow
-// from the state and the parent.
+// from the state and the parent. The fields fill the 144-byte size class:
+// what only some contexts need (the entry among a parent's kids) is
+// allocated when needed.
 type deadlineCtx struct {
 	t        Timer // armed with the deadline, when the deadline is the context's own; t.f is c.stop
 	parent   context.Context
 	deadline time.Time
 
-	mu sync.Mutex // guards armed, the registration with the parent, and the kids list
-	// state is a ctx constant. It leaves ctxLive once, with mu held,
-	// just before done is closed.
+	mu sync.Mutex // guards armed, done, the registration with the parent, and the kids list
+	// state holds a ctx constant (its phase), which leaves ctxLive once,
+	// with mu held, just before done is closed; and the bit ctxDone.
 	state atomic.Uint32
 	own   bool // deadline is the context's own, not the parent's earlier one
 	armed bool // t was armed
@@ -93,11 +102,11 @@ type deadlineCtx struct {
 	// wait for c (Done, AfterFunc, a kid: see watchLocked), which sets
 	// registered. Then either context.AfterFunc(parent) calls c.stop and
 	// stopUp undoes that, or, with stopUp nil, c is a kid of the
-	// deadlineCtx that is or is under the parent, linked by node.
+	// deadlineCtx that is or is under the parent, its entry there upNode.
 	watched, registered bool
-	done                atomic.Value // of chan struct{}, made by the first Done
-	node                afterNode    // c's entry among its parent's kids
-	kids                *afterNode   // funcs to call when done: kids of this type, and AfterFunc's
+	done                chan struct{} // made by the first Done; set once, see ctxDone
+	kids                *afterNode    // funcs to call when done: kids of this type, and AfterFunc's
+	upNode              *afterNode    // c's entry among its parent's kids
 	stopUp              func() bool
 }
 
@@ -237,19 +246,24 @@ func (c *deadlineCtx) watchLocked() bool {
 // then its parent's), and has p watch its own parent first.
 func (c *deadlineCtx) linkUpLocked(p *deadlineCtx) bool {
 	p.mu.Lock()
-	if p.state.Load() == ctxLive && !p.watchLocked() {
+	if p.phase() == ctxLive && !p.watchLocked() {
 		p.finishLocked(ctxParent)
 		return false
 	}
-	if p.state.Load() != ctxLive {
+	if p.phase() != ctxLive {
 		p.mu.Unlock()
 		return false
 	}
-	c.node.f = c.t.f
-	p.linkLocked(&c.node)
+	c.upNode = &afterNode{f: c.t.f}
+	p.linkLocked(c.upNode)
 	c.registered = true
 	p.mu.Unlock()
 	return true
+}
+
+// phase returns c's state without the ctxDone bit.
+func (c *deadlineCtx) phase() uint32 {
+	return c.state.Load() & ctxPhase
 }
 
 // up returns the deadlineCtx c is a kid of.
@@ -278,7 +292,7 @@ func parentErr(parent context.Context) error {
 // it has fired (or started to: its callback is this call, or waits for
 // c.mu), so the deadline passed; otherwise the call is cancel's.
 func (c *deadlineCtx) stop() {
-	if c.state.Load() != ctxLive {
+	if c.phase() != ctxLive {
 		return
 	}
 	// Ask the parent before taking c.mu: a parent of this package that
@@ -286,7 +300,7 @@ func (c *deadlineCtx) stop() {
 	// c among them.
 	parentDone := c.watched && c.parent.Err() != nil
 	c.mu.Lock()
-	if c.state.Load() != ctxLive {
+	if c.phase() != ctxLive {
 		c.mu.Unlock()
 		return
 	}
@@ -309,9 +323,8 @@ func (c *deadlineCtx) finishLocked(st uint32) {
 	}
 	// The state first: Done closes once Err reports the end, never
 	// before (Err waits for the close, which follows at once).
-	c.state.Store(st)
-	if d, _ := c.done.Load().(chan struct{}); d != nil {
-		close(d)
+	if c.state.Or(st)&ctxDone != 0 {
+		close(c.done)
 	}
 	kids := c.kids
 	c.kids = nil
@@ -322,7 +335,7 @@ func (c *deadlineCtx) finishLocked(st uint32) {
 		if c.stopUp != nil {
 			c.stopUp()
 		} else {
-			c.up().unlink(&c.node)
+			c.up().unlink(c.upNode)
 		}
 	}
 	// The list is c's alone now: unlink and AfterFunc see c done and leave
@@ -350,7 +363,7 @@ func (c *deadlineCtx) linkLocked(n *afterNode) {
 func (c *deadlineCtx) unlink(n *afterNode) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.state.Load() != ctxLive {
+	if c.phase() != ctxLive {
 		return false
 	}
 	switch {
@@ -380,23 +393,24 @@ func (c *deadlineCtx) Deadline() (deadline time.Time, ok bool) {
 // done to tell the context when it is (see [context.AfterFunc]); until
 // then Err asks the parent itself.
 func (c *deadlineCtx) Done() <-chan struct{} {
-	if d := c.done.Load(); d != nil {
-		return d.(chan struct{})
+	if c.state.Load()&ctxDone != 0 {
+		return c.done
 	}
 	c.mu.Lock()
-	if d := c.done.Load(); d != nil {
+	if c.state.Load()&ctxDone != 0 {
 		c.mu.Unlock()
-		return d.(chan struct{})
+		return c.done
 	}
-	if c.state.Load() == ctxLive && !c.watchLocked() {
+	if c.phase() == ctxLive && !c.watchLocked() {
 		c.finishLocked(ctxParent)
 		c.mu.Lock()
 	}
 	d := closedchan
-	if c.state.Load() == ctxLive {
+	if c.phase() == ctxLive {
 		d = make(chan struct{})
 	}
-	c.done.Store(d)
+	c.done = d
+	c.state.Or(ctxDone)
 	c.mu.Unlock()
 	return d
 }
@@ -408,16 +422,17 @@ func (c *deadlineCtx) Done() <-chan struct{} {
 // at once, without waiting for the parent to notify the context.
 func (c *deadlineCtx) Err() error {
 	st := c.state.Load()
-	if st == ctxLive {
+	if st&ctxPhase == ctxLive {
 		if !c.watched || c.parent.Err() == nil {
 			return nil
 		}
 		c.stop()
 		st = c.state.Load()
 	}
-	if d, _ := c.done.Load().(chan struct{}); d != nil {
-		<-d // closed by now, or in a moment: see finishLocked
+	if st&ctxDone != 0 {
+		<-c.done // closed by now, or in a moment: see finishLocked
 	}
+	st &= ctxPhase
 	switch st {
 	case ctxCanceled:
 		return context.Canceled
@@ -434,7 +449,7 @@ func (c *deadlineCtx) Value(key any) any {
 		return c
 	case nil:
 	case cancelCtxKey:
-		if st := c.state.Load(); st == ctxCanceled || st == ctxExpired {
+		if st := c.phase(); st == ctxCanceled || st == ctxExpired {
 			return nil // see cancelCtxKey
 		}
 	}
@@ -456,11 +471,11 @@ func (c *deadlineCtx) Value(key any) any {
 // goroutine of its own.
 func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
 	c.mu.Lock()
-	if c.state.Load() == ctxLive && !c.watchLocked() {
+	if c.phase() == ctxLive && !c.watchLocked() {
 		c.finishLocked(ctxParent)
 		c.mu.Lock()
 	}
-	if c.state.Load() != ctxLive {
+	if c.phase() != ctxLive {
 		c.mu.Unlock()
 		go f()
 		return stopped
