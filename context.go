@@ -19,7 +19,14 @@ import (
 func (h *Hierarchy) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	h.mustBeMade("WithTimeout")
 	e := h.elapsed()
-	return h.withDeadline("WithTimeout", parent, h.origin.Add(time.Duration(e)).Add(d), clampDeadline(satAdd(e, int64(d))), e)
+	w := e + int64(d)
+	if (w > e) != (d > 0) {
+		// e+d overflows: the deadline is the reading plus d, as
+		// time.Time.Add has it, and w saturates.
+		return h.withDeadline("WithTimeout", parent, h.origin.Add(time.Duration(e)).Add(d), clampDeadline(satAdd(e, int64(d))), e)
+	}
+	// One Add instead of two: the same Time when e+d does not overflow.
+	return h.withDeadline("WithTimeout", parent, h.origin.Add(time.Duration(w)), clampDeadline(w), e)
 }
 
 // WithDeadline is a drop-in for [context.WithDeadline] whose deadline is

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -1001,4 +1002,21 @@ func TestWithTimeout_AllocationsAsDocumented(t *testing.T) {
 		assert.Equal(t, tt.want, allocs, "%s: allocations per WithTimeout and cancel", tt.name)
 	}
 	assert.Zero(t, kids(parent), "kids left registered with the parent")
+}
+
+// WithTimeout's Deadline is the clock's reading plus d, as time.Time.Add
+// has it, for every d: also where the reading plus d overflows int64.
+func TestWithTimeout_DeadlineIsReadingPlusD(t *testing.T) {
+	h, clk := newFake(t)
+	clk.Add(1234567891 * time.Nanosecond)
+	now := clk.Now()
+	for _, d := range []time.Duration{0, 1, -1, 999_999_999, -999_999_999, 50 * time.Millisecond, -time.Hour,
+		math.MaxInt64, math.MaxInt64 - 1234567890, math.MinInt64, math.MinInt64 + 1} {
+		ctx, cancel := h.WithTimeout(context.Background(), d)
+		dl, ok := ctx.Deadline()
+		assert.True(t, ok)
+		assert.Equal(t, now.Add(d), dl, "Deadline() for d = %d", d)
+		assert.Equal(t, d <= 0, isDone(ctx), "done at once for d = %d", d)
+		cancel()
+	}
 }
