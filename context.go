@@ -23,10 +23,11 @@ func (h *Hierarchy) WithTimeout(parent context.Context, d time.Duration) (contex
 	if (w > e) != (d > 0) {
 		// e+d overflows: the deadline is the reading plus d, as
 		// time.Time.Add has it, and w saturates.
-		return h.withDeadline("WithTimeout", parent, h.origin.Add(time.Duration(e)).Add(d), clampDeadline(satAdd(e, int64(d))), e)
+		return h.withDeadline("WithTimeout", parent, h.origin.Add(time.Duration(e)).Add(d), false, clampDeadline(satAdd(e, int64(d))), e)
 	}
-	// One Add instead of two: the same Time when e+d does not overflow.
-	return h.withDeadline("WithTimeout", parent, h.origin.Add(time.Duration(w)), clampDeadline(w), e)
+	// The deadline is h.origin.Add(w): the same Time as the reading plus d
+	// when e+d does not overflow, made only if needed.
+	return h.withDeadline("WithTimeout", parent, time.Time{}, true, clampDeadline(w), e)
 }
 
 // WithDeadline is a drop-in for [context.WithDeadline] whose deadline is
@@ -68,7 +69,8 @@ func (h *Hierarchy) WithTimeout(parent context.Context, d time.Duration) (contex
 // WithDeadline panics if parent is nil, as [context.WithDeadline] does.
 func (h *Hierarchy) WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
 	h.mustBeMade("WithDeadline")
-	return h.withDeadline("WithDeadline", parent, deadline, h.offset(deadline), h.elapsed())
+	w := h.offset(deadline)
+	return h.withDeadline("WithDeadline", parent, deadline, deadline == h.origin.Add(time.Duration(w)), w, h.elapsed())
 }
 
 // States of a deadlineCtx, in the low bits of its state word.
@@ -86,17 +88,22 @@ const (
 )
 
 // A deadlineCtx is the context of WithDeadline and WithTimeout: one
-// allocation holding its timer and everything else, plus one for t.f, the
+// allocation holding its timer and everything else (a deadlineCtxAt when
+// the deadline is not the timer's), plus one for t.f, the
 // single func value that serves as the timer's callback, as the
 // CancelFunc returned to the caller, and as the func its parent calls
 // when it is done (see stop). Err and Cause are not stored: they follow
-// from the state and the parent. The fields fill the 144-byte size class:
-// what only some contexts need (the entry among a parent's kids) is
-// allocated when needed.
+// from the state and the parent. The fields fill the 128-byte size class:
+// what only some contexts need (the entry among a parent's kids, a
+// deadline that is not the timer's) is allocated when needed.
 type deadlineCtx struct {
-	t        Timer // armed with the deadline, when the deadline is the context's own; t.f is c.stop
-	parent   context.Context
-	deadline time.Time
+	t      Timer // armed with the deadline, when the deadline is the context's own; t.f is c.stop
+	parent context.Context
+	// at points to the deadline, in the deadlineCtxAt that holds c, unless
+	// the deadline is its timer's: c.t armed with it, and h.origin.Add of
+	// its ns since the origin the same Time (WithTimeout's, usually). Then
+	// at is nil and Deadline reads it from the timer.
+	at *time.Time
 
 	mu sync.Mutex // guards armed, done, the registration with the parent, and the kids list
 	// state holds a ctx constant (its phase), which leaves ctxLive once,
@@ -115,6 +122,14 @@ type deadlineCtx struct {
 	kids                *afterNode    // funcs to call when done: kids of this type, and AfterFunc's
 	upNode              *afterNode    // c's entry among its parent's kids
 	stopUp              func() bool
+}
+
+// A deadlineCtxAt is a deadlineCtx with room for its deadline, for one
+// whose deadline is not its timer's: set by WithDeadline, the parent's
+// earlier one, or one whose timer was not armed (done at once).
+type deadlineCtxAt struct {
+	deadlineCtx
+	deadline time.Time
 }
 
 // An afterNode is one func to call when a deadlineCtx is done, in a list
@@ -164,39 +179,54 @@ func (s keySpy) Value(key any) any {
 }
 
 // withDeadline makes the context of WithDeadline. Its deadline is w in
-// ns since the origin; e is the clock's reading.
-func (h *Hierarchy) withDeadline(method string, parent context.Context, deadline time.Time, w, e int64) (context.Context, context.CancelFunc) {
+// ns since the origin, and at as a Time; if exact, at is h.origin.Add(w),
+// and withDeadline makes it only if needed (at is not read). e is the
+// clock's reading.
+func (h *Hierarchy) withDeadline(method string, parent context.Context, at time.Time, exact bool, w, e int64) (context.Context, context.CancelFunc) {
 	if parent == nil {
 		panic("timingwheel: " + method + " called with a nil parent context")
 	}
-	c := &deadlineCtx{parent: parent, deadline: deadline, own: true}
-	c.t.f = c.stop
-	if cur, ok := parent.Deadline(); ok && cur.Before(deadline) {
-		// The parent's deadline comes first: the parent enforces it, and
-		// this context needs no timer (context.WithDeadline returns a
-		// WithCancel context then).
-		c.deadline, c.own = cur, false
+	own := true
+	if cur, ok := parent.Deadline(); ok {
+		if exact {
+			at = h.origin.Add(time.Duration(w))
+		}
+		if cur.Before(at) {
+			// The parent's deadline comes first: the parent enforces it,
+			// and this context needs no timer (context.WithDeadline
+			// returns a WithCancel context then).
+			at, own, exact = cur, false, false
+		}
 	}
-	if c.own && w <= e {
+	st, watched := uint32(ctxLive), false
+	if own && w <= e {
 		// Done at once: nothing to arm, nor to register with the parent.
 		// A parent that is done already wins, as with context.WithDeadline.
-		c.t.Init(h, c.t.f) // String reads h from it
-		st := uint32(ctxExpired)
+		st = ctxExpired
 		if parent.Err() != nil {
 			st = ctxParent
 		}
+	} else if watched = canEnd(parent); watched && parent.Err() != nil {
+		st = ctxParent
+	}
+	var c *deadlineCtx
+	if own && exact && st == ctxLive {
+		c = &deadlineCtx{parent: parent, own: true, watched: watched} // its deadline is its timer's
+	} else {
+		if exact {
+			at = h.origin.Add(time.Duration(w))
+		}
+		x := &deadlineCtxAt{deadline: at}
+		c = &x.deadlineCtx
+		c.parent, c.own, c.watched, c.at = parent, own, watched, &x.deadline
+	}
+	c.t.f = c.stop
+	if st != ctxLive {
+		c.t.Init(h, c.t.f) // String reads h from it
 		c.state.Store(st)
 		return c, c.t.f
 	}
-	if canEnd(parent) {
-		c.watched = true
-		if parent.Err() != nil {
-			c.t.Init(h, c.t.f)
-			c.state.Store(ctxParent)
-			return c, c.t.f
-		}
-	}
-	if c.own {
+	if own {
 		// c.t is new, and so is c: arm files it as AtFunc does a new
 		// Timer, with a single look-up of the processor's shard.
 		c.armed = true
@@ -391,7 +421,13 @@ func (c *deadlineCtx) unlink(n *afterNode) bool {
 // Deadline returns the time the context is done by: the earlier of the
 // deadline it was made with and its parent's. ok is always true.
 func (c *deadlineCtx) Deadline() (deadline time.Time, ok bool) {
-	return c.deadline, true
+	if c.at != nil {
+		return *c.at, true
+	}
+	// The timer's deadline: arm stored it before c was returned, and
+	// nothing changes it after, as c's timer is never re-armed. Read
+	// without the shard's lock, which Timer.Deadline would wait for.
+	return c.t.sh.Load().h.origin.Add(time.Duration(c.t.when.Load())), true
 }
 
 // Done returns a channel that is closed when the context is done. The
@@ -504,7 +540,8 @@ func (c *deadlineCtx) String() string {
 	if !c.own {
 		return name + ".WithCancel"
 	}
-	return name + ".WithDeadline(" + c.deadline.String() + " [" + c.deadline.Sub(c.t.sh.Load().h.Now()).String() + "])"
+	dl, _ := c.Deadline()
+	return name + ".WithDeadline(" + dl.String() + " [" + dl.Sub(c.t.sh.Load().h.Now()).String() + "])"
 }
 
 // contextName names a context as package context does: by its String

@@ -977,29 +977,37 @@ func TestWithTimeout_NoLeakAfterCancel(t *testing.T) {
 // much of a request deadline's cost (docs/benchmarks.md).
 func TestWithTimeout_AllocationsAsDocumented(t *testing.T) {
 	h, _ := newFake(t)
-	assert.LessOrEqual(t, unsafe.Sizeof(deadlineCtx{}), uintptr(144), "deadlineCtx outgrew the 144-byte size class")
+	assert.LessOrEqual(t, unsafe.Sizeof(deadlineCtx{}), uintptr(128), "deadlineCtx outgrew the 128-byte size class")
+	assert.LessOrEqual(t, unsafe.Sizeof(deadlineCtxAt{}), uintptr(160), "deadlineCtxAt outgrew the 160-byte size class")
 	bg := context.Background()
 	parent, cancelParent := h.WithTimeout(bg, time.Hour)
 	defer cancelParent()
+	timeout := func(p context.Context) (context.Context, context.CancelFunc) { return h.WithTimeout(p, time.Minute) }
+	deadline := func(p context.Context) (context.Context, context.CancelFunc) {
+		return h.WithDeadline(p, time.Now().Add(time.Minute))
+	}
 	for _, tt := range []struct {
 		name   string
+		with   func(context.Context) (context.Context, context.CancelFunc)
 		parent context.Context
 		done   bool
 		want   float64
 	}{
-		{"background", bg, false, 2},
-		{"background, Done", bg, true, 3},
-		{"under a context of this package", parent, false, 2},
-		{"under a context of this package, Done", parent, true, 4}, // its entry among the parent's kids
+		{"background", timeout, bg, false, 2},
+		{"background, Done", timeout, bg, true, 3},
+		{"under a context of this package", timeout, parent, false, 2},
+		{"under a context of this package, Done", timeout, parent, true, 4}, // its entry among the parent's kids
+		{"WithDeadline, background", deadline, bg, false, 2},
+		{"WithDeadline, background, Done", deadline, bg, true, 3},
 	} {
 		allocs := testing.AllocsPerRun(1000, func() {
-			ctx, cancel := h.WithTimeout(tt.parent, time.Minute)
+			ctx, cancel := tt.with(tt.parent)
 			if tt.done {
 				ctx.Done()
 			}
 			cancel()
 		})
-		assert.Equal(t, tt.want, allocs, "%s: allocations per WithTimeout and cancel", tt.name)
+		assert.Equal(t, tt.want, allocs, "%s: allocations per context and cancel", tt.name)
 	}
 	assert.Zero(t, kids(parent), "kids left registered with the parent")
 }
@@ -1018,5 +1026,44 @@ func TestWithTimeout_DeadlineIsReadingPlusD(t *testing.T) {
 		assert.Equal(t, now.Add(d), dl, "Deadline() for d = %d", d)
 		assert.Equal(t, d <= 0, isDone(ctx), "done at once for d = %d", d)
 		cancel()
+	}
+}
+
+// Deadline does not change when the context ends, however it ends and
+// wherever its deadline is kept: in its timer (WithTimeout, or WithDeadline
+// with a deadline on h's own clock) or beside it.
+func TestWithTimeout_DeadlineSameAfterEnd(t *testing.T) {
+	for _, kind := range []string{"WithTimeout", "WithDeadline on h's clock", "WithDeadline elsewhere"} {
+		for _, end := range []string{"cancel", "expiry"} {
+			h, clk := newFake(t)
+			want := clk.Now().Add(time.Second)
+			var ctx context.Context
+			var cancel context.CancelFunc
+			switch kind {
+			case "WithTimeout":
+				ctx, cancel = h.WithTimeout(context.Background(), time.Second)
+			case "WithDeadline on h's clock":
+				ctx, cancel = h.WithDeadline(context.Background(), want)
+			default:
+				want = want.In(time.FixedZone("elsewhere", 3600)) // the same instant, not as h.origin.Add makes it
+				ctx, cancel = h.WithDeadline(context.Background(), want)
+			}
+			what := kind + ", " + end
+			assert.Equal(t, kind == "WithDeadline elsewhere", ctx.(*deadlineCtx).at != nil, "%s: deadline kept beside the timer", what)
+			dl, ok := ctx.Deadline()
+			assert.True(t, ok)
+			assert.Equal(t, want, dl, "%s: Deadline()", what)
+			if end == "cancel" {
+				cancel()
+			} else {
+				clk.Add(want.Sub(clk.Now()))
+				h.Advance()
+				require.True(t, isDone(ctx), "%s: done after its deadline", what)
+			}
+			dl, _ = ctx.Deadline()
+			assert.Equal(t, want, dl, "%s: Deadline() after the end", what)
+			assert.Contains(t, fmt.Sprint(ctx), want.String(), "%s: String()", what)
+			cancel()
+		}
 	}
 }
