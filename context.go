@@ -19,7 +19,15 @@ import (
 func (h *Hierarchy) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	h.mustBeMade("WithTimeout")
 	e := h.elapsed()
-	return h.withDeadline("WithTimeout", parent, h.origin.Add(time.Duration(e)).Add(d), clampDeadline(satAdd(e, int64(d))), e)
+	w := e + int64(d)
+	if (w > e) != (d > 0) {
+		// e+d overflows: the deadline is the reading plus d, as
+		// time.Time.Add has it, and w saturates.
+		return h.withDeadline("WithTimeout", parent, h.origin.Add(time.Duration(e)).Add(d), false, clampDeadline(satAdd(e, int64(d))), e)
+	}
+	// The deadline is h.origin.Add(w): the same Time as the reading plus d
+	// when e+d does not overflow, made only if needed.
+	return h.withDeadline("WithTimeout", parent, time.Time{}, true, clampDeadline(w), e)
 }
 
 // WithDeadline is a drop-in for [context.WithDeadline] whose deadline is
@@ -41,9 +49,10 @@ func (h *Hierarchy) WithTimeout(parent context.Context, d time.Duration) (contex
 // of package context report DeadlineExceeded too when its deadline passes.
 //
 // The context holds its timer by value: creating one costs two
-// allocations, one more when Done is first called (and, under a parent of
-// package context that can be cancelled, the two of [context.AfterFunc]
-// once something waits for the context). It asks a parent that
+// allocations, one more when Done is first called, and once something
+// waits for the context, the two of [context.AfterFunc] under a parent of
+// package context that can be cancelled, or one under a context returned
+// by these methods (the entry among its kids). It asks a parent that
 // can be done to tell it of its end only once something waits for the
 // context (its Done is called, an AfterFunc or a derived context is
 // registered with it); until then Err asks the parent, so a parent's end
@@ -60,31 +69,45 @@ func (h *Hierarchy) WithTimeout(parent context.Context, d time.Duration) (contex
 // WithDeadline panics if parent is nil, as [context.WithDeadline] does.
 func (h *Hierarchy) WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
 	h.mustBeMade("WithDeadline")
-	return h.withDeadline("WithDeadline", parent, deadline, h.offset(deadline), h.elapsed())
+	w := h.offset(deadline)
+	return h.withDeadline("WithDeadline", parent, deadline, deadline == h.origin.Add(time.Duration(w)), w, h.elapsed())
 }
 
-// States of a deadlineCtx.
+// States of a deadlineCtx, in the low bits of its state word.
 const (
 	ctxLive     = iota
 	ctxCanceled // its cancel func was called
 	ctxExpired  // its own deadline passed
 	ctxParent   // its parent was done first
+
+	ctxPhase = 3 // the bits that hold one of the states above
+	// ctxDone is set in the state word, with mu held, once the done
+	// field holds the context's Done channel: a reader that sees it may
+	// read the field without the lock.
+	ctxDone = 4
 )
 
 // A deadlineCtx is the context of WithDeadline and WithTimeout: one
-// allocation holding its timer and everything else, plus one for t.f, the
+// allocation holding its timer and everything else (a deadlineCtxAt when
+// the deadline is not the timer's), plus one for t.f, the
 // single func value that serves as the timer's callback, as the
 // CancelFunc returned to the caller, and as the func its parent calls
 // when it is done (see stop). Err and Cause are not stored: they follow
-// from the state and the parent.
+// from the state and the parent. The fields fill the 128-byte size class:
+// what only some contexts need (the entry among a parent's kids, a
+// deadline that is not the timer's) is allocated when needed.
 type deadlineCtx struct {
-	t        Timer // armed with the deadline, when the deadline is the context's own; t.f is c.stop
-	parent   context.Context
-	deadline time.Time
+	t      Timer // armed with the deadline, when the deadline is the context's own; t.f is c.stop
+	parent context.Context
+	// at points to the deadline, in the deadlineCtxAt that holds c, unless
+	// the deadline is its timer's: c.t armed with it, and h.origin.Add of
+	// its ns since the origin the same Time (WithTimeout's, usually). Then
+	// at is nil and Deadline reads it from the timer.
+	at *time.Time
 
-	mu sync.Mutex // guards armed, the registration with the parent, and the kids list
-	// state is a ctx constant. It leaves ctxLive once, with mu held,
-	// just before done is closed.
+	mu sync.Mutex // guards armed, done, the registration with the parent, and the kids list
+	// state holds a ctx constant (its phase), which leaves ctxLive once,
+	// with mu held, just before done is closed; and the bit ctxDone.
 	state atomic.Uint32
 	own   bool // deadline is the context's own, not the parent's earlier one
 	armed bool // t was armed
@@ -93,12 +116,20 @@ type deadlineCtx struct {
 	// wait for c (Done, AfterFunc, a kid: see watchLocked), which sets
 	// registered. Then either context.AfterFunc(parent) calls c.stop and
 	// stopUp undoes that, or, with stopUp nil, c is a kid of the
-	// deadlineCtx that is or is under the parent, linked by node.
+	// deadlineCtx that is or is under the parent, its entry there upNode.
 	watched, registered bool
-	done                atomic.Value // of chan struct{}, made by the first Done
-	node                afterNode    // c's entry among its parent's kids
-	kids                *afterNode   // funcs to call when done: kids of this type, and AfterFunc's
+	done                chan struct{} // made by the first Done; set once, see ctxDone
+	kids                *afterNode    // funcs to call when done: kids of this type, and AfterFunc's
+	upNode              *afterNode    // c's entry among its parent's kids
 	stopUp              func() bool
+}
+
+// A deadlineCtxAt is a deadlineCtx with room for its deadline, for one
+// whose deadline is not its timer's: set by WithDeadline, the parent's
+// earlier one, or one whose timer was not armed (done at once).
+type deadlineCtxAt struct {
+	deadlineCtx
+	deadline time.Time
 }
 
 // An afterNode is one func to call when a deadlineCtx is done, in a list
@@ -148,39 +179,54 @@ func (s keySpy) Value(key any) any {
 }
 
 // withDeadline makes the context of WithDeadline. Its deadline is w in
-// ns since the origin; e is the clock's reading.
-func (h *Hierarchy) withDeadline(method string, parent context.Context, deadline time.Time, w, e int64) (context.Context, context.CancelFunc) {
+// ns since the origin, and at as a Time; if exact, at is h.origin.Add(w),
+// and withDeadline makes it only if needed (at is not read). e is the
+// clock's reading.
+func (h *Hierarchy) withDeadline(method string, parent context.Context, at time.Time, exact bool, w, e int64) (context.Context, context.CancelFunc) {
 	if parent == nil {
 		panic("timingwheel: " + method + " called with a nil parent context")
 	}
-	c := &deadlineCtx{parent: parent, deadline: deadline, own: true}
-	c.t.f = c.stop
-	if cur, ok := parent.Deadline(); ok && cur.Before(deadline) {
-		// The parent's deadline comes first: the parent enforces it, and
-		// this context needs no timer (context.WithDeadline returns a
-		// WithCancel context then).
-		c.deadline, c.own = cur, false
+	own := true
+	if cur, ok := parent.Deadline(); ok {
+		if exact {
+			at = h.origin.Add(time.Duration(w))
+		}
+		if cur.Before(at) {
+			// The parent's deadline comes first: the parent enforces it,
+			// and this context needs no timer (context.WithDeadline
+			// returns a WithCancel context then).
+			at, own, exact = cur, false, false
+		}
 	}
-	if c.own && w <= e {
+	st, watched := uint32(ctxLive), false
+	if own && w <= e {
 		// Done at once: nothing to arm, nor to register with the parent.
 		// A parent that is done already wins, as with context.WithDeadline.
-		c.t.Init(h, c.t.f) // String reads h from it
-		st := uint32(ctxExpired)
+		st = ctxExpired
 		if parent.Err() != nil {
 			st = ctxParent
 		}
+	} else if watched = canEnd(parent); watched && parent.Err() != nil {
+		st = ctxParent
+	}
+	var c *deadlineCtx
+	if own && exact && st == ctxLive {
+		c = &deadlineCtx{parent: parent, own: true, watched: watched} // its deadline is its timer's
+	} else {
+		if exact {
+			at = h.origin.Add(time.Duration(w))
+		}
+		x := &deadlineCtxAt{deadline: at}
+		c = &x.deadlineCtx
+		c.parent, c.own, c.watched, c.at = parent, own, watched, &x.deadline
+	}
+	c.t.f = c.stop
+	if st != ctxLive {
+		c.t.Init(h, c.t.f) // String reads h from it
 		c.state.Store(st)
 		return c, c.t.f
 	}
-	if canEnd(parent) {
-		c.watched = true
-		if parent.Err() != nil {
-			c.t.Init(h, c.t.f)
-			c.state.Store(ctxParent)
-			return c, c.t.f
-		}
-	}
-	if c.own {
+	if own {
 		// c.t is new, and so is c: arm files it as AtFunc does a new
 		// Timer, with a single look-up of the processor's shard.
 		c.armed = true
@@ -237,19 +283,24 @@ func (c *deadlineCtx) watchLocked() bool {
 // then its parent's), and has p watch its own parent first.
 func (c *deadlineCtx) linkUpLocked(p *deadlineCtx) bool {
 	p.mu.Lock()
-	if p.state.Load() == ctxLive && !p.watchLocked() {
+	if p.phase() == ctxLive && !p.watchLocked() {
 		p.finishLocked(ctxParent)
 		return false
 	}
-	if p.state.Load() != ctxLive {
+	if p.phase() != ctxLive {
 		p.mu.Unlock()
 		return false
 	}
-	c.node.f = c.t.f
-	p.linkLocked(&c.node)
+	c.upNode = &afterNode{f: c.t.f}
+	p.linkLocked(c.upNode)
 	c.registered = true
 	p.mu.Unlock()
 	return true
+}
+
+// phase returns c's state without the ctxDone bit.
+func (c *deadlineCtx) phase() uint32 {
+	return c.state.Load() & ctxPhase
 }
 
 // up returns the deadlineCtx c is a kid of.
@@ -278,7 +329,7 @@ func parentErr(parent context.Context) error {
 // it has fired (or started to: its callback is this call, or waits for
 // c.mu), so the deadline passed; otherwise the call is cancel's.
 func (c *deadlineCtx) stop() {
-	if c.state.Load() != ctxLive {
+	if c.phase() != ctxLive {
 		return
 	}
 	// Ask the parent before taking c.mu: a parent of this package that
@@ -286,7 +337,7 @@ func (c *deadlineCtx) stop() {
 	// c among them.
 	parentDone := c.watched && c.parent.Err() != nil
 	c.mu.Lock()
-	if c.state.Load() != ctxLive {
+	if c.phase() != ctxLive {
 		c.mu.Unlock()
 		return
 	}
@@ -309,9 +360,8 @@ func (c *deadlineCtx) finishLocked(st uint32) {
 	}
 	// The state first: Done closes once Err reports the end, never
 	// before (Err waits for the close, which follows at once).
-	c.state.Store(st)
-	if d, _ := c.done.Load().(chan struct{}); d != nil {
-		close(d)
+	if c.state.Or(st)&ctxDone != 0 {
+		close(c.done)
 	}
 	kids := c.kids
 	c.kids = nil
@@ -322,7 +372,7 @@ func (c *deadlineCtx) finishLocked(st uint32) {
 		if c.stopUp != nil {
 			c.stopUp()
 		} else {
-			c.up().unlink(&c.node)
+			c.up().unlink(c.upNode)
 		}
 	}
 	// The list is c's alone now: unlink and AfterFunc see c done and leave
@@ -350,7 +400,7 @@ func (c *deadlineCtx) linkLocked(n *afterNode) {
 func (c *deadlineCtx) unlink(n *afterNode) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.state.Load() != ctxLive {
+	if c.phase() != ctxLive {
 		return false
 	}
 	switch {
@@ -371,7 +421,13 @@ func (c *deadlineCtx) unlink(n *afterNode) bool {
 // Deadline returns the time the context is done by: the earlier of the
 // deadline it was made with and its parent's. ok is always true.
 func (c *deadlineCtx) Deadline() (deadline time.Time, ok bool) {
-	return c.deadline, true
+	if c.at != nil {
+		return *c.at, true
+	}
+	// The timer's deadline: arm stored it before c was returned, and
+	// nothing changes it after, as c's timer is never re-armed. Read
+	// without the shard's lock, which Timer.Deadline would wait for.
+	return c.t.sh.Load().h.origin.Add(time.Duration(c.t.when.Load())), true
 }
 
 // Done returns a channel that is closed when the context is done. The
@@ -380,23 +436,24 @@ func (c *deadlineCtx) Deadline() (deadline time.Time, ok bool) {
 // done to tell the context when it is (see [context.AfterFunc]); until
 // then Err asks the parent itself.
 func (c *deadlineCtx) Done() <-chan struct{} {
-	if d := c.done.Load(); d != nil {
-		return d.(chan struct{})
+	if c.state.Load()&ctxDone != 0 {
+		return c.done
 	}
 	c.mu.Lock()
-	if d := c.done.Load(); d != nil {
+	if c.state.Load()&ctxDone != 0 {
 		c.mu.Unlock()
-		return d.(chan struct{})
+		return c.done
 	}
-	if c.state.Load() == ctxLive && !c.watchLocked() {
+	if c.phase() == ctxLive && !c.watchLocked() {
 		c.finishLocked(ctxParent)
 		c.mu.Lock()
 	}
 	d := closedchan
-	if c.state.Load() == ctxLive {
+	if c.phase() == ctxLive {
 		d = make(chan struct{})
 	}
-	c.done.Store(d)
+	c.done = d
+	c.state.Or(ctxDone)
 	c.mu.Unlock()
 	return d
 }
@@ -408,16 +465,17 @@ func (c *deadlineCtx) Done() <-chan struct{} {
 // at once, without waiting for the parent to notify the context.
 func (c *deadlineCtx) Err() error {
 	st := c.state.Load()
-	if st == ctxLive {
+	if st&ctxPhase == ctxLive {
 		if !c.watched || c.parent.Err() == nil {
 			return nil
 		}
 		c.stop()
 		st = c.state.Load()
 	}
-	if d, _ := c.done.Load().(chan struct{}); d != nil {
-		<-d // closed by now, or in a moment: see finishLocked
+	if st&ctxDone != 0 {
+		<-c.done // closed by now, or in a moment: see finishLocked
 	}
+	st &= ctxPhase
 	switch st {
 	case ctxCanceled:
 		return context.Canceled
@@ -434,7 +492,7 @@ func (c *deadlineCtx) Value(key any) any {
 		return c
 	case nil:
 	case cancelCtxKey:
-		if st := c.state.Load(); st == ctxCanceled || st == ctxExpired {
+		if st := c.phase(); st == ctxCanceled || st == ctxExpired {
 			return nil // see cancelCtxKey
 		}
 	}
@@ -456,11 +514,11 @@ func (c *deadlineCtx) Value(key any) any {
 // goroutine of its own.
 func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
 	c.mu.Lock()
-	if c.state.Load() == ctxLive && !c.watchLocked() {
+	if c.phase() == ctxLive && !c.watchLocked() {
 		c.finishLocked(ctxParent)
 		c.mu.Lock()
 	}
-	if c.state.Load() != ctxLive {
+	if c.phase() != ctxLive {
 		c.mu.Unlock()
 		go f()
 		return stopped
@@ -482,7 +540,8 @@ func (c *deadlineCtx) String() string {
 	if !c.own {
 		return name + ".WithCancel"
 	}
-	return name + ".WithDeadline(" + c.deadline.String() + " [" + c.deadline.Sub(c.t.sh.Load().h.Now()).String() + "])"
+	dl, _ := c.Deadline()
+	return name + ".WithDeadline(" + dl.String() + " [" + dl.Sub(c.t.sh.Load().h.Now()).String() + "])"
 }
 
 // contextName names a context as package context does: by its String

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -968,4 +970,100 @@ func TestWithTimeout_NoLeakAfterCancel(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	assert.EqualValues(t, n, freed.Load(), "cancelled contexts freed")
+}
+
+// The allocation counts that WithDeadline's godoc states, and the size
+// class of the context: with 10^5 contexts pending, bytes allocated set
+// much of a request deadline's cost (docs/benchmarks.md).
+func TestWithTimeout_AllocationsAsDocumented(t *testing.T) {
+	h, _ := newFake(t)
+	assert.LessOrEqual(t, unsafe.Sizeof(deadlineCtx{}), uintptr(128), "deadlineCtx outgrew the 128-byte size class")
+	assert.LessOrEqual(t, unsafe.Sizeof(deadlineCtxAt{}), uintptr(160), "deadlineCtxAt outgrew the 160-byte size class")
+	bg := context.Background()
+	parent, cancelParent := h.WithTimeout(bg, time.Hour)
+	defer cancelParent()
+	timeout := func(p context.Context) (context.Context, context.CancelFunc) { return h.WithTimeout(p, time.Minute) }
+	deadline := func(p context.Context) (context.Context, context.CancelFunc) {
+		return h.WithDeadline(p, time.Now().Add(time.Minute))
+	}
+	for _, tt := range []struct {
+		name   string
+		with   func(context.Context) (context.Context, context.CancelFunc)
+		parent context.Context
+		done   bool
+		want   float64
+	}{
+		{"background", timeout, bg, false, 2},
+		{"background, Done", timeout, bg, true, 3},
+		{"under a context of this package", timeout, parent, false, 2},
+		{"under a context of this package, Done", timeout, parent, true, 4}, // its entry among the parent's kids
+		{"WithDeadline, background", deadline, bg, false, 2},
+		{"WithDeadline, background, Done", deadline, bg, true, 3},
+	} {
+		allocs := testing.AllocsPerRun(1000, func() {
+			ctx, cancel := tt.with(tt.parent)
+			if tt.done {
+				ctx.Done()
+			}
+			cancel()
+		})
+		assert.Equal(t, tt.want, allocs, "%s: allocations per context and cancel", tt.name)
+	}
+	assert.Zero(t, kids(parent), "kids left registered with the parent")
+}
+
+// WithTimeout's Deadline is the clock's reading plus d, as time.Time.Add
+// has it, for every d: also where the reading plus d overflows int64.
+func TestWithTimeout_DeadlineIsReadingPlusD(t *testing.T) {
+	h, clk := newFake(t)
+	clk.Add(1234567891 * time.Nanosecond)
+	now := clk.Now()
+	for _, d := range []time.Duration{0, 1, -1, 999_999_999, -999_999_999, 50 * time.Millisecond, -time.Hour,
+		math.MaxInt64, math.MaxInt64 - 1234567890, math.MinInt64, math.MinInt64 + 1} {
+		ctx, cancel := h.WithTimeout(context.Background(), d)
+		dl, ok := ctx.Deadline()
+		assert.True(t, ok)
+		assert.Equal(t, now.Add(d), dl, "Deadline() for d = %d", d)
+		assert.Equal(t, d <= 0, isDone(ctx), "done at once for d = %d", d)
+		cancel()
+	}
+}
+
+// Deadline does not change when the context ends, however it ends and
+// wherever its deadline is kept: in its timer (WithTimeout, or WithDeadline
+// with a deadline on h's own clock) or beside it.
+func TestWithTimeout_DeadlineSameAfterEnd(t *testing.T) {
+	for _, kind := range []string{"WithTimeout", "WithDeadline on h's clock", "WithDeadline elsewhere"} {
+		for _, end := range []string{"cancel", "expiry"} {
+			h, clk := newFake(t)
+			want := clk.Now().Add(time.Second)
+			var ctx context.Context
+			var cancel context.CancelFunc
+			switch kind {
+			case "WithTimeout":
+				ctx, cancel = h.WithTimeout(context.Background(), time.Second)
+			case "WithDeadline on h's clock":
+				ctx, cancel = h.WithDeadline(context.Background(), want)
+			default:
+				want = want.In(time.FixedZone("elsewhere", 3600)) // the same instant, not as h.origin.Add makes it
+				ctx, cancel = h.WithDeadline(context.Background(), want)
+			}
+			what := kind + ", " + end
+			assert.Equal(t, kind == "WithDeadline elsewhere", ctx.(*deadlineCtx).at != nil, "%s: deadline kept beside the timer", what)
+			dl, ok := ctx.Deadline()
+			assert.True(t, ok)
+			assert.Equal(t, want, dl, "%s: Deadline()", what)
+			if end == "cancel" {
+				cancel()
+			} else {
+				clk.Add(want.Sub(clk.Now()))
+				h.Advance()
+				require.True(t, isDone(ctx), "%s: done after its deadline", what)
+			}
+			dl, _ = ctx.Deadline()
+			assert.Equal(t, want, dl, "%s: Deadline() after the end", what)
+			assert.Contains(t, fmt.Sprint(ctx), want.String(), "%s: String()", what)
+			cancel()
+		}
+	}
 }
