@@ -2,7 +2,9 @@ package timingwheel_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"runtime"
 	"sync"
@@ -11,6 +13,7 @@ import (
 	"time"
 	"weak"
 
+	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/timingwheel/timingwheel"
@@ -468,4 +471,216 @@ func TestIdleReview_EventRunsBeforeItsTickAfterAWrite(t *testing.T) {
 	mock.Add(300 * time.Microsecond)
 	advanceWithin(t, h, "11ms")
 	assert.Equal(t, 1, pings.n(), "no ping at its tick, 11ms")
+}
+
+// Guarantees 1, 2, 11 and 15 against a model, on a Mock: conns with
+// random idles, write idles and lifetimes (whole ticks, from a tick to
+// hours), Reads and Writes at random instants, the clock stepping a tick,
+// a few, or jumping hours; after each Advance every conn has had exactly
+// the events and the close the model says, neither early nor late. The
+// hierarchies are tiny and large, with one shard and many.
+func TestIdleReview_ModelOfEventsWithJumps(t *testing.T) {
+	for _, o := range [][]timingwheel.Option{
+		{timingwheel.WithShards(1)},
+		{timingwheel.WithShards(4), timingwheel.WithLevels(2, 2)},
+		{timingwheel.WithShards(3), timingwheel.WithParallelCallbacks(), timingwheel.WithLevels(10, 3, 7)},
+	} {
+		mock := clock.NewMock()
+		h, err := timingwheel.New(append([]timingwheel.Option{timingwheel.WithClock(mock)}, o...)...)
+		require.NoError(t, err)
+		r := rand.New(rand.NewPCG(uint64(len(o)), 11))
+		ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+		randDur := func() time.Duration {
+			switch r.IntN(4) {
+			case 0:
+				return ms(1 + r.Int64N(5))
+			case 1:
+				return ms(1 + r.Int64N(200))
+			case 2:
+				return ms(1 + r.Int64N(20_000))
+			default:
+				return ms(1 + r.Int64N(3*3600_000))
+			}
+		}
+		type model struct {
+			c                     net.Conn
+			fc                    *fastConn
+			onRead                bool
+			idle, wi, life        time.Duration
+			read, write, end      time.Duration // instants since the start
+			closed                bool
+			reads, writes         atomic.Int32
+			wantReads, wantWrites int32
+		}
+		var conns []*model
+		var now time.Duration
+		for step := range 1500 {
+			if r.IntN(10) == 0 || len(conns) < 20 {
+				m := &model{fc: &fastConn{}, onRead: r.IntN(2) == 0, idle: randDur(), read: now, write: now, end: 1<<63 - 1}
+				var opts []timingwheel.IdleOption
+				if m.onRead {
+					opts = append(opts, timingwheel.OnReadIdle(func(net.Conn) { m.reads.Add(1) }))
+				}
+				if r.IntN(3) > 0 {
+					m.wi = randDur()
+					opts = append(opts, timingwheel.OnWriteIdle(m.wi, func(net.Conn) { m.writes.Add(1) }))
+				}
+				if r.IntN(3) == 0 {
+					m.life = randDur()
+					m.end = now + m.life
+					opts = append(opts, timingwheel.MaxLifetime(m.life))
+				}
+				if len(opts) == 0 {
+					opts = append(opts, timingwheel.MaxLifetime(1<<62))
+				}
+				m.c = h.IdleConn(m.fc, m.idle, opts...)
+				conns = append(conns, m)
+			}
+			for range r.IntN(5) {
+				m := conns[r.IntN(len(conns))]
+				if m.closed {
+					continue
+				}
+				buf := []byte{1}
+				if r.IntN(2) == 0 {
+					if n, _ := m.c.Read(buf); n > 0 {
+						m.read = max(m.read, now)
+					}
+				} else if n, _ := m.c.Write(buf); n > 0 && m.wi > 0 {
+					m.write = max(m.write, now)
+				}
+			}
+			var d time.Duration
+			switch x := r.IntN(20); {
+			case x < 12:
+				d = ms(1)
+			case x < 18:
+				d = ms(1 + r.Int64N(100))
+			case x < 19:
+				d = ms(r.Int64N(3 * 3600_000))
+			default:
+				d = ms(r.Int64N(30 * 24 * 3600_000))
+			}
+			now += d
+			mock.Add(d)
+			advanceWithin(t, h, fmt.Sprintf("step %d", step))
+			for i, m := range conns {
+				if m.closed {
+					continue
+				}
+				switch {
+				case now >= m.end:
+					m.closed = true
+				case !m.onRead && now >= m.read+m.idle:
+					m.closed = true
+				default:
+					if m.onRead && now >= m.read+m.idle {
+						m.wantReads++
+						m.read = now
+					}
+					if m.wi > 0 && now >= m.write+m.wi {
+						m.wantWrites++
+						m.write = now
+					}
+				}
+				require.Equal(t, m.closed, m.fc.closes.Load() > 0, "step %d (at %v) conn %d (idle %v, write idle %v, life %v): closed", step, now, i, m.idle, m.wi, m.life)
+				require.Equal(t, m.wantReads, m.reads.Load(), "step %d (at %v) conn %d (idle %v): read-idle events", step, now, i, m.idle)
+				require.Equal(t, m.wantWrites, m.writes.Load(), "step %d (at %v) conn %d (write idle %v): write-idle events", step, now, i, m.wi)
+			}
+			if r.IntN(30) == 0 { // close some
+				for _, m := range conns {
+					if !m.closed && r.IntN(3) == 0 {
+						m.c.Close()
+						m.closed = true
+						m.fc.closes.Store(1)
+					}
+				}
+			}
+		}
+		for _, m := range conns {
+			m.c.Close()
+		}
+		assert.Equal(t, 0, h.Len(), "timers armed once every conn is closed")
+	}
+}
+
+// The config cache (keyed by values and func words, 8 weak entries): many
+// distinct closures, idles that differ, the same closure on two
+// hierarchies and collections in between never give a conn another's
+// function, idle or hierarchy.
+func TestIdleReview_ConfigCacheNeverMixesConns(t *testing.T) {
+	m1, m2 := clock.NewMock(), clock.NewMock()
+	h1, err := timingwheel.New(timingwheel.WithClock(m1))
+	require.NoError(t, err)
+	h2, err := timingwheel.New(timingwheel.WithClock(m2), timingwheel.WithShards(1))
+	require.NoError(t, err)
+	type rec struct {
+		i int
+		c net.Conn
+		h *timingwheel.Hierarchy
+	}
+	var (
+		mu  sync.Mutex
+		got []rec
+	)
+	shared := func(c net.Conn) { mu.Lock(); got = append(got, rec{-1, c, nil}); mu.Unlock() }
+	want := map[net.Conn]int{}
+	idleOf := map[net.Conn]time.Duration{}
+	for i := range 60 {
+		h := h1
+		if i%3 == 0 {
+			h = h2
+		}
+		idle := time.Duration(1+i%7) * time.Second
+		var c net.Conn
+		if i%2 == 0 {
+			c = h.IdleConn(&fastConn{}, idle, timingwheel.OnReadIdle(func(c net.Conn) {
+				mu.Lock()
+				got = append(got, rec{i, c, h})
+				mu.Unlock()
+			}))
+		} else {
+			c = h.IdleConn(&fastConn{}, idle, timingwheel.OnReadIdle(shared))
+		}
+		want[c] = i
+		idleOf[c] = idle
+		if i%10 == 0 {
+			runtime.GC() // let dead configs go: their func words may be reused
+		}
+	}
+	for _, step := range []*clock.Mock{m1, m2} {
+		step.Add(time.Second)
+	}
+	for s := 1; s <= 7; s++ {
+		mu.Lock()
+		got = nil
+		mu.Unlock()
+		advanceWithin(t, h1, "h1")
+		advanceWithin(t, h2, "h2")
+		mu.Lock()
+		for _, r := range got {
+			i, ok := want[r.c]
+			require.True(t, ok, "an event with a conn nobody wrapped")
+			if r.i >= 0 {
+				assert.Equal(t, i, r.i, "conn %d's event ran conn %d's function", i, r.i)
+			}
+			assert.Zero(t, time.Duration(s)*time.Second%idleOf[r.c], "conn %d (idle %v) had an event at %ds", i, idleOf[r.c], s)
+		}
+		n := 0
+		for c, i := range want {
+			if time.Duration(s)*time.Second%idleOf[c] == 0 {
+				n++
+				_ = i
+			}
+		}
+		assert.Len(t, got, n, "events at %ds", s)
+		mu.Unlock()
+		m1.Add(time.Second)
+		m2.Add(time.Second)
+	}
+	for c := range want {
+		c.Close()
+	}
+	assert.Zero(t, h1.Len())
+	assert.Zero(t, h2.Len())
 }
