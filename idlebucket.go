@@ -28,9 +28,10 @@ import (
 // a conn is filed about log32 of its distance in ticks times, and the
 // buckets of far events are few however their deadlines spread.
 //
-// The buckets are kept by groups, one per shard; a conn's group is the
-// shard of the processor that wrapped it, and its buckets' timers are in
-// that shard. A group's lock guards its map and every list link of its
+// The buckets are kept by groups, one per shard; conns are handed out to
+// the groups in turn (an accept loop wraps every conn on one goroutine,
+// and Reads and Writes take no lock, so there is no processor to be close
+// to), and a group's buckets' timers are in its shard. A group's lock guards its map and every list link of its
 // conns; it is taken when a conn is wrapped, filed again or closed, never
 // by Read or Write. A group's lock is taken before a shard's.
 
@@ -38,6 +39,8 @@ import (
 // when the first conn with options is wrapped.
 type idleWheel struct {
 	groups []idleGroup
+
+	rr atomic.Uint32 // hands out groups to new conns
 
 	cacheMu sync.Mutex
 	cache   [8]cachedConfig
@@ -162,6 +165,10 @@ func (b *idleBucket) fire() {
 	if g.buckets[b.key] == b {
 		delete(g.buckets, b.key)
 	}
+	// Only what is due by the tick being fired runs now: a conn whose
+	// event comes at a later tick that this Advance reaches is filed for
+	// that tick, and runs there, in order with the other timers.
+	at := min(g.sh.h.tickNanos(g.sh.now.Load()), g.sh.h.elapsed())
 	var cur *eventConn
 	defer func() {
 		if cur != nil {
@@ -184,7 +191,7 @@ func (b *idleBucket) fire() {
 		g.unlinkLocked(c)
 		cur = c
 		g.mu.Unlock()
-		c.fire()
+		c.fire(at)
 		g.mu.Lock()
 		cur = nil
 	}
@@ -271,42 +278,60 @@ func (k configKey) sameOptions(o configKey) bool {
 	return k == o
 }
 
-// A mark is an instant in ns since the origin, held doubled so that its low
-// bit can freeze it: a frozen mark no longer moves, which is how the idle
-// close keeps IdleDeadline where the conn was closed even if a Read in
-// flight returns data afterwards. Instants are clamped to ±2^62 ns (146
-// years).
+// A mark is an instant in ns since the origin whose low bit freezes it: a
+// frozen mark no longer moves, which is how the idle close keeps
+// IdleDeadline where the conn was closed even if a Read in flight returns
+// data afterwards. An instant is stored rounded up to even, so a deadline
+// counted from a mark is at most a nanosecond later than from the instant,
+// never earlier.
 type mark struct{ v atomic.Int64 }
 
-const markLimit = math.MaxInt64 >> 1
-
-func encodeMark(ns int64) int64 { return min(max(ns, -markLimit-1), markLimit) << 1 }
+func encodeMark(ns int64) int64 { return min(ns, math.MaxInt64-1) + ns&1 }
 
 // load returns the mark's instant.
-func (m *mark) load() int64 { return m.v.Load() >> 1 }
+func (m *mark) load() int64 { return m.v.Load() &^ 1 }
 
 // store sets the mark to now.
 func (m *mark) store(now int64) { m.v.Store(encodeMark(now)) }
 
-// raise moves the mark forward to now, unless it is later or frozen.
-func (m *mark) raise(now int64) {
+// raise moves the mark forward to now and reports true, unless it is
+// frozen (true) or later than now (false: a concurrent Read or Write
+// recorded a later reading, or the clock went back; see
+// eventConn.recordBehind).
+func (m *mark) raise(now int64) bool {
 	n := encodeMark(now)
 	for {
 		o := m.v.Load()
-		if o&1 != 0 || o >= n || m.v.CompareAndSwap(o, n) {
+		switch {
+		case o&1 != 0 || o == n:
+			return true
+		case o > n:
+			return false
+		case m.v.CompareAndSwap(o, n):
+			return true
+		}
+	}
+}
+
+// lower sets the mark back to now, unless it is frozen; the clock went back.
+func (m *mark) lower(now int64) {
+	n := encodeMark(now)
+	for {
+		o := m.v.Load()
+		if o&1 != 0 || m.v.CompareAndSwap(o, n) {
 			return
 		}
 	}
 }
 
-// due reports whether d has passed since the mark at now, and if so moves
-// the mark to now (the event restarts the count), unless a concurrent Read
-// or Write moved it first.
-func (m *mark) due(d, now int64) bool {
+// due reports whether d has passed since the mark by the instant at, and
+// if so moves the mark to now (the event restarts the count), unless a
+// concurrent Read or Write moved it first.
+func (m *mark) due(d, at, now int64) bool {
 	n := encodeMark(now)
 	for {
 		o := m.v.Load()
-		if o&1 != 0 || now < satAdd(o>>1, d) {
+		if o&1 != 0 || at < satAdd(o, d) {
 			return false
 		}
 		if m.v.CompareAndSwap(o, n) {
@@ -315,12 +340,12 @@ func (m *mark) due(d, now int64) bool {
 	}
 }
 
-// freezeIfDue freezes the mark if d has passed since it at now, and reports
-// whether it did; a concurrent Read that moved it first wins.
-func (m *mark) freezeIfDue(d, now int64) bool {
+// freezeIfDue freezes the mark if d has passed since it by the instant at,
+// and reports whether it did; a concurrent Read that moved it first wins.
+func (m *mark) freezeIfDue(d, at int64) bool {
 	for {
 		o := m.v.Load()
-		if o&1 != 0 || now < satAdd(o>>1, d) {
+		if o&1 != 0 || at < satAdd(o, d) {
 			return false
 		}
 		if m.v.CompareAndSwap(o, o|1) {

@@ -568,19 +568,33 @@ func TestIdleReview_ModelOfEventsWithJumps(t *testing.T) {
 				if m.closed {
 					continue
 				}
-				switch {
-				case now >= m.end:
-					m.closed = true
-				case !m.onRead && now >= m.read+m.idle:
-					m.closed = true
-				default:
-					if m.onRead && now >= m.read+m.idle {
-						m.wantReads++
-						m.read = now
+				// What a jump reaches happens in the order of the instants,
+				// as timers fire (guarantee 3): each event restarts its count
+				// from the clock's reading, so it comes once per jump; at one
+				// instant the lifetime's end comes first, then the idle close,
+				// then the events.
+				for !m.closed {
+					next := min(m.end, m.read+m.idle)
+					if m.wi > 0 {
+						next = min(next, m.write+m.wi)
 					}
-					if m.wi > 0 && now >= m.write+m.wi {
-						m.wantWrites++
-						m.write = now
+					if next > now {
+						break
+					}
+					switch {
+					case next == m.end:
+						m.closed = true
+					case !m.onRead && next == m.read+m.idle:
+						m.closed = true
+					default:
+						if m.onRead && next == m.read+m.idle {
+							m.wantReads++
+							m.read = now
+						}
+						if m.wi > 0 && next == m.write+m.wi {
+							m.wantWrites++
+							m.write = now
+						}
 					}
 				}
 				require.Equal(t, m.closed, m.fc.closes.Load() > 0, "step %d (at %v) conn %d (idle %v, write idle %v, life %v): closed", step, now, i, m.idle, m.wi, m.life)

@@ -210,7 +210,7 @@ func (h *Hierarchy) newEventConn(c net.Conn, idle time.Duration, cfg *idleConfig
 	}
 	ec.Conn = c
 	ec.cfg = ecfg
-	ec.home = uint32(h.pickShard().idx)
+	ec.home = (w.rr.Add(1) - 1) % uint32(len(w.groups))
 	g := &w.groups[ec.home]
 	g.mu.Lock()
 	now := h.elapsed() // under the lock, as every filing reads the clock
@@ -232,7 +232,7 @@ func (c *eventConn) Read(p []byte) (int, error) {
 	}
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		c.read.raise(c.cfg.h.elapsed())
+		c.record(&c.read)
 	}
 	if err != nil && c.state.Load()&idleTimedOut != 0 {
 		err = timeoutError(c.Conn, "read")
@@ -256,7 +256,7 @@ func (c *eventConn) Write(p []byte) (int, error) {
 	c.state.Add(idleWriter)
 	n, err := c.Conn.Write(p)
 	if n > 0 {
-		c.write.raise(c.cfg.h.elapsed()) // before the Write stops counting as in progress
+		c.record(&c.write) // before the Write stops counting as in progress
 	}
 	c.state.Add(^uint32(idleWriter - 1)) // minus idleWriter
 	if err != nil && c.state.Load()&idleTimedOut != 0 {
@@ -305,39 +305,68 @@ func (c *eventConn) nextDue() int64 {
 	return clampDeadline(next)
 }
 
-// fire looks at c when its bucket's timer has fired: it closes the conn or
-// runs the events that are due, and files the conn again for the next.
-// Filing comes after the events, so that a conn's events never overlap;
-// f may Close the conn (it is then not filed) or write to it (which moves
-// a mark before the filing reads it).
-func (c *eventConn) fire() {
+// record moves mark m (c.read or c.write) to the clock's reading: data
+// moved now.
+func (c *eventConn) record(m *mark) {
+	if !m.raise(c.cfg.h.elapsed()) {
+		c.recordBehind(m)
+	}
+}
+
+// recordBehind is record for a mark found later than the clock's reading:
+// either a concurrent Read or Write recorded a later one, or the clock went
+// back. Under the group's lock the clock is read again: a later reading
+// just raises the mark; one still behind it means the clock went back, and
+// the count starts again from it, as a Reset would, with c filed again
+// since its bucket may now be later than its next event.
+func (c *eventConn) recordBehind(m *mark) {
+	g := c.group()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := c.cfg.h.elapsed()
+	if m.raise(now) {
+		return
+	}
+	m.lower(now)
+	if c.next != nil { // in a bucket; if being looked at, it is filed after
+		g.unlinkLocked(c)
+		g.fileLocked(c)
+	}
+}
+
+// fire looks at c when its bucket's timer has fired, at is the instant of
+// the tick being fired (or the clock's reading, if earlier): it closes the
+// conn or runs the events due by then, and files the conn again for the
+// next. An event is due when the hierarchy's tick has reached its
+// deadline's, as for a timer. Filing comes after the events, so that a
+// conn's events never overlap; f may Close the conn (it is then not filed)
+// or write to it (which moves a mark before the filing reads it). The
+// write-idle event is decided after the read-idle one has run, so that if
+// f panics, the write-idle event still comes on the next Advance.
+func (c *eventConn) fire(at int64) {
 	if c.state.Load()&(idleTimedOut|idleClosed) != 0 {
 		return
 	}
 	cfg := c.cfg
 	now := cfg.h.elapsed()
-	if now >= c.lifeEnd() {
+	if at >= c.lifeEnd() {
 		c.expire(idleLifeEnded)
 		return
 	}
-	if cfg.onRead == nil && c.read.freezeIfDue(c.idle(), now) {
-		c.expire(0)
-		return
+	if cfg.onRead == nil {
+		if c.read.freezeIfDue(c.idle(), at) {
+			c.expire(0)
+			return
+		}
+	} else if c.read.due(c.idle(), at, now) {
+		cfg.onRead(c)
 	}
-	readIdle := cfg.onRead != nil && c.read.due(c.idle(), now)
-	writeIdle := false
 	if cfg.writeIdle > 0 {
 		if c.state.Load() >= idleWriter { // a Write in progress: not idle
 			c.write.raise(now)
-		} else {
-			writeIdle = c.write.due(cfg.writeIdle, now)
+		} else if c.write.due(cfg.writeIdle, at, now) {
+			cfg.onWrite(c)
 		}
-	}
-	if readIdle {
-		cfg.onRead(c)
-	}
-	if writeIdle {
-		cfg.onWrite(c)
 	}
 	c.group().file(c)
 }
