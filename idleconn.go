@@ -29,11 +29,12 @@ import (
 // still returns that data, with a nil error; the next Read reports the
 // timeout.
 //
-// Close stops the timer, so the hierarchy keeps no reference to a closed
-// conn, and closes c. (A conn dropped without Close is held by its armed
-// timer until the hierarchy closes it for being idle.) The first Close returns c.Close()'s error, or nil if
-// the hierarchy has closed c already; a later Close returns what c's second
-// Close does. The conn's other methods, its own deadlines included, are c's.
+// Close stops the timer (or, with options, takes the conn out of the
+// timer it shares), so the hierarchy keeps no reference to a closed conn,
+// and closes c. (A conn dropped without Close is held by the hierarchy
+// until it closes it for being idle.) The first Close returns c.Close()'s
+// error, or nil if the hierarchy has closed c already; a later Close
+// returns what c's second Close does. The conn's other methods, its own deadlines included, are c's.
 // The returned conn also has two methods outside net.Conn, reached by a type
 // assertion to an interface:
 //
