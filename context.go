@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // WithTimeout returns WithDeadline(parent, h.Now().Add(d)).
@@ -51,8 +52,9 @@ func (h *Hierarchy) WithTimeout(parent context.Context, d time.Duration) (contex
 // The context holds its timer by value: creating one costs two
 // allocations, one more when Done is first called, and once something
 // waits for the context, the two of [context.AfterFunc] under a parent of
-// package context that can be cancelled, or one under a context returned
-// by these methods (the entry among its kids). It asks a parent that
+// package context that can be cancelled, or two under a context returned
+// by these methods (the entry among its kids, and the func that takes it
+// out). It asks a parent that
 // can be done to tell it of its end only once something waits for the
 // context (its Done is called, an AfterFunc or a derived context is
 // registered with it); until then Err asks the parent, so a parent's end
@@ -85,6 +87,9 @@ const (
 	// field holds the context's Done channel: a reader that sees it may
 	// read the field without the lock.
 	ctxDone = 4
+	// ctxHasAt is set when the context is made, before it is returned,
+	// if it is a deadlineCtxAt: its deadline is not its timer's.
+	ctxHasAt = 8
 )
 
 // A deadlineCtx is the context of WithDeadline and WithTimeout: one
@@ -93,17 +98,12 @@ const (
 // single func value that serves as the timer's callback, as the
 // CancelFunc returned to the caller, and as the func its parent calls
 // when it is done (see stop). Err and Cause are not stored: they follow
-// from the state and the parent. The fields fill the 128-byte size class:
+// from the state and the parent. The fields fill the 112-byte size class:
 // what only some contexts need (the entry among a parent's kids, a
 // deadline that is not the timer's) is allocated when needed.
 type deadlineCtx struct {
 	t      Timer // armed with the deadline, when the deadline is the context's own; t.f is c.stop
 	parent context.Context
-	// at points to the deadline, in the deadlineCtxAt that holds c, unless
-	// the deadline is its timer's: c.t armed with it, and h.origin.Add of
-	// its ns since the origin the same Time (WithTimeout's, usually). Then
-	// at is nil and Deadline reads it from the timer.
-	at *time.Time
 
 	mu sync.Mutex // guards armed, done, the registration with the parent, and the kids list
 	// state holds a ctx constant (its phase), which leaves ctxLive once,
@@ -114,19 +114,21 @@ type deadlineCtx struct {
 	// watched is set when the parent can be done. Err and stop ask the
 	// parent then; the parent is asked to tell c only once something could
 	// wait for c (Done, AfterFunc, a kid: see watchLocked), which sets
-	// registered. Then either context.AfterFunc(parent) calls c.stop and
-	// stopUp undoes that, or, with stopUp nil, c is a kid of the
-	// deadlineCtx that is or is under the parent, its entry there upNode.
+	// registered. Then stopUp undoes the registration: the stop func of
+	// context.AfterFunc(parent, c.stop), or one that takes c's entry out
+	// of the kids of the deadlineCtx that is or is under the parent.
 	watched, registered bool
 	done                chan struct{} // made by the first Done; set once, see ctxDone
 	kids                *afterNode    // funcs to call when done: kids of this type, and AfterFunc's
-	upNode              *afterNode    // c's entry among its parent's kids
 	stopUp              func() bool
 }
 
 // A deadlineCtxAt is a deadlineCtx with room for its deadline, for one
 // whose deadline is not its timer's: set by WithDeadline, the parent's
-// earlier one, or one whose timer was not armed (done at once).
+// earlier one, or one whose timer was not armed (done at once). Its state
+// has ctxHasAt. A deadlineCtx whose deadline is its timer's (c.t armed
+// with it, and h.origin.Add of its ns since the origin the same Time:
+// WithTimeout's, usually) reads it from the timer.
 type deadlineCtxAt struct {
 	deadlineCtx
 	deadline time.Time
@@ -218,12 +220,13 @@ func (h *Hierarchy) withDeadline(method string, parent context.Context, at time.
 		}
 		x := &deadlineCtxAt{deadline: at}
 		c = &x.deadlineCtx
-		c.parent, c.own, c.watched, c.at = parent, own, watched, &x.deadline
+		c.parent, c.own, c.watched = parent, own, watched
+		c.state.Store(ctxHasAt)
 	}
 	c.t.f = c.stop
 	if st != ctxLive {
 		c.t.Init(h, c.t.f) // String reads h from it
-		c.state.Store(st)
+		c.state.Or(st)
 		return c, c.t.f
 	}
 	if own {
@@ -291,8 +294,9 @@ func (c *deadlineCtx) linkUpLocked(p *deadlineCtx) bool {
 		p.mu.Unlock()
 		return false
 	}
-	c.upNode = &afterNode{f: c.t.f}
-	p.linkLocked(c.upNode)
+	n := &afterNode{f: c.t.f}
+	p.linkLocked(n)
+	c.stopUp = func() bool { return p.unlink(n) }
 	c.registered = true
 	p.mu.Unlock()
 	return true
@@ -301,15 +305,6 @@ func (c *deadlineCtx) linkUpLocked(p *deadlineCtx) bool {
 // phase returns c's state without the ctxDone bit.
 func (c *deadlineCtx) phase() uint32 {
 	return c.state.Load() & ctxPhase
-}
-
-// up returns the deadlineCtx c is a kid of.
-func (c *deadlineCtx) up() *deadlineCtx {
-	if p, ok := c.parent.(*deadlineCtx); ok {
-		return p
-	}
-	p, _ := c.parent.Value(deadlineCtxKey{}).(*deadlineCtx)
-	return p
 }
 
 // parentErr returns parent.Err() of a done parent, which a broken parent
@@ -369,11 +364,7 @@ func (c *deadlineCtx) finishLocked(st uint32) {
 
 	// A parent that is done has dropped c already.
 	if c.registered && st != ctxParent {
-		if c.stopUp != nil {
-			c.stopUp()
-		} else {
-			c.up().unlink(c.upNode)
-		}
+		c.stopUp()
 	}
 	// The list is c's alone now: unlink and AfterFunc see c done and leave
 	// it alone. Clear the links as it goes, so a kid that lives on does
@@ -421,8 +412,8 @@ func (c *deadlineCtx) unlink(n *afterNode) bool {
 // Deadline returns the time the context is done by: the earlier of the
 // deadline it was made with and its parent's. ok is always true.
 func (c *deadlineCtx) Deadline() (deadline time.Time, ok bool) {
-	if c.at != nil {
-		return *c.at, true
+	if c.state.Load()&ctxHasAt != 0 {
+		return (*deadlineCtxAt)(unsafe.Pointer(c)).deadline, true // c is its first field
 	}
 	// The timer's deadline: arm stored it before c was returned, and
 	// nothing changes it after, as c's timer is never re-armed. Read
