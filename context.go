@@ -51,22 +51,31 @@ func (h *Hierarchy) WithTimeout(parent context.Context, d time.Duration) (contex
 //
 // The context holds its timer by value: creating one costs two
 // allocations, one more when Done is first called, and once something
-// waits for the context, the two of [context.AfterFunc] under a parent of
-// package context that can be cancelled, or two under a context returned
-// by these methods (the entry among its kids, and the func that takes it
-// out). It asks a parent that
-// can be done to tell it of its end only once something waits for the
-// context (its Done is called, an AfterFunc or a derived context is
-// registered with it); until then Err asks the parent, so a parent's end
-// reaches the context either way, and a context that is only checked with
-// Err costs its parent nothing. When parent is [context.Background],
-// [context.TODO], a context of package context or one returned by these
-// methods, no goroutine is started per context (under a parent of package
-// context, [context.AfterFunc] tells the context, and starts a goroutine
-// for that only when the parent ends while the context waits). Cancelling
-// stops the timer and unregisters the context from its parent at once:
-// the hierarchy keeps no reference to a cancelled context. Calling cancel
-// again does nothing.
+// waits for the context, one more to register it with its parent (its
+// entry in the parent's list), except for the first context waiting under
+// a given parent of package context, which registers with
+// [context.AfterFunc] (two allocations) as one alone under its parent
+// should. It asks a parent that can be done to tell it of its end only
+// once something waits for the context (its Done is called, an AfterFunc
+// or a derived context is registered with it); until then Err asks the
+// parent, so a parent's end reaches the context either way, and a context
+// that is only checked with Err costs its parent nothing.
+//
+// When parent is [context.Background], [context.TODO], a context of
+// package context or one returned by these methods, no goroutine is
+// started per context. The contexts under one parent of package context
+// that wait share one registration with it per shard of h, made by the
+// second of them and kept while the parent lives: each joins and leaves
+// its list with no lock of the parent, so a request whose calls each get a
+// deadline under the request's context pays package context's
+// registration once, not per call. When that parent ends, package context
+// starts one goroutine that ends them all. The registration is held by
+// the parent, not by h: a parent dropped without being cancelled is freed
+// as usual.
+//
+// Cancelling stops the timer and unregisters the context from its parent
+// at once: the hierarchy keeps no reference to a cancelled context.
+// Calling cancel again does nothing.
 //
 // WithDeadline panics if parent is nil, as [context.WithDeadline] does.
 func (h *Hierarchy) WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
@@ -114,13 +123,32 @@ type deadlineCtx struct {
 	// watched is set when the parent can be done. Err and stop ask the
 	// parent then; the parent is asked to tell c only once something could
 	// wait for c (Done, AfterFunc, a kid: see watchLocked), which sets
-	// registered. Then stopUp undoes the registration: the stop func of
-	// context.AfterFunc(parent, c.stop), or one that takes c's entry out
-	// of the kids of the deadlineCtx that is or is under the parent.
-	watched, registered bool
-	done                chan struct{} // made by the first Done; set once, see ctxDone
-	kids                *afterNode    // funcs to call when done: kids of this type, and AfterFunc's
-	stopUp              func() bool
+	// reg, the kind of registration up holds (see unregister).
+	watched bool
+	reg     uint8
+	done    chan struct{} // made by the first Done; set once, see ctxDone
+	kids    *afterNode    // funcs to call when done: kids of this type, and AfterFunc's
+	// up is c's registration with its parent, by reg: regNode, an
+	// *upNode, c's entry in the kids of the deadlineCtx that is or is
+	// under the parent, or in a parentWatch's; regFunc, the stop func of
+	// context.AfterFunc(parent, c.stop), as the one word a func value is.
+	up unsafe.Pointer
+}
+
+// Kinds of deadlineCtx.reg.
+const (
+	regNone = iota
+	regNode
+	regFunc
+)
+
+// An upNode is a context's entry in the kids of its parent (p, a
+// deadlineCtx) or of a parentWatch (w): one allocation, from which the
+// context takes itself out.
+type upNode struct {
+	afterNode
+	p *deadlineCtx
+	w *parentWatch
 }
 
 // A deadlineCtxAt is a deadlineCtx with room for its deadline, for one
@@ -253,7 +281,7 @@ func canEnd(parent context.Context) bool {
 // costs its parent nothing. watchLocked reports false if the parent is
 // done already. c.mu is held and c is live.
 func (c *deadlineCtx) watchLocked() bool {
-	if !c.watched || c.registered {
+	if !c.watched || c.reg != regNone {
 		return true
 	}
 	parent := c.parent
@@ -270,14 +298,20 @@ func (c *deadlineCtx) watchLocked() bool {
 		// parent wraps a deadlineCtx without changing when it is done.
 		return c.linkUpLocked(p)
 	}
+	if s := c.t.sh.Load(); s != nil {
+		if cc, ok := stdCancelCtx(parent, done); ok && c.watchSharedLocked(s, cc) {
+			return true
+		}
+	}
 	// A context of package context, or another kind: context.AfterFunc
 	// registers c.stop among parent's children when parent is one of
 	// package context's own, and with parent's AfterFunc method if it has
 	// one. Otherwise context.AfterFunc starts a goroutine that waits for
 	// parent, as context.WithDeadline would. It never calls c.stop before
 	// it returns, so c.mu may be held.
-	c.stopUp = context.AfterFunc(parent, c.t.f)
-	c.registered = true
+	stop := context.AfterFunc(parent, c.t.f)
+	c.up = *(*unsafe.Pointer)(unsafe.Pointer(&stop)) // see unregister
+	c.reg = regFunc
 	return true
 }
 
@@ -294,10 +328,9 @@ func (c *deadlineCtx) linkUpLocked(p *deadlineCtx) bool {
 		p.mu.Unlock()
 		return false
 	}
-	n := &afterNode{f: c.t.f}
-	p.linkLocked(n)
-	c.stopUp = func() bool { return p.unlink(n) }
-	c.registered = true
+	n := &upNode{afterNode: afterNode{f: c.t.f}, p: p}
+	p.linkLocked(&n.afterNode)
+	c.up, c.reg = unsafe.Pointer(n), regNode
 	p.mu.Unlock()
 	return true
 }
@@ -363,27 +396,36 @@ func (c *deadlineCtx) finishLocked(st uint32) {
 	c.mu.Unlock()
 
 	// A parent that is done has dropped c already.
-	if c.registered && st != ctxParent {
-		c.stopUp()
+	if st != ctxParent {
+		c.unregister()
 	}
 	// The list is c's alone now: unlink and AfterFunc see c done and leave
-	// it alone. Clear the links as it goes, so a kid that lives on does
-	// not keep its siblings.
-	for n := kids; n != nil; {
-		next := n.next
-		n.next, n.prev = nil, nil
-		n.f()
-		n = next
+	// it alone.
+	callNodes(kids)
+}
+
+// unregister undoes c's registration with its parent, if any. c is done,
+// so the fields it reads no longer change.
+func (c *deadlineCtx) unregister() {
+	switch c.reg {
+	case regNode:
+		n := (*upNode)(c.up)
+		if n.w != nil {
+			n.w.unlink(&n.afterNode)
+		} else {
+			n.p.unlink(&n.afterNode)
+		}
+	case regFunc:
+		// A func value is a pointer-shaped word: up holds the stop func
+		// that context.AfterFunc returned, stored by watchLocked.
+		stop := *(*func() bool)(unsafe.Pointer(&c.up))
+		stop()
 	}
 }
 
 // linkLocked adds n to c's kids. c.mu is held and c is live.
 func (c *deadlineCtx) linkLocked(n *afterNode) {
-	n.prev, n.next = nil, c.kids
-	if c.kids != nil {
-		c.kids.prev = n
-	}
-	c.kids = n
+	pushNode(&c.kids, n)
 }
 
 // unlink removes n from c's kids and reports whether it was there; false
@@ -394,11 +436,26 @@ func (c *deadlineCtx) unlink(n *afterNode) bool {
 	if c.phase() != ctxLive {
 		return false
 	}
+	return removeNode(&c.kids, n)
+}
+
+// pushNode adds n to the list at *head.
+func pushNode(head **afterNode, n *afterNode) {
+	n.prev, n.next = nil, *head
+	if *head != nil {
+		(*head).prev = n
+	}
+	*head = n
+}
+
+// removeNode takes n out of the list at *head and reports whether it was
+// there.
+func removeNode(head **afterNode, n *afterNode) bool {
 	switch {
 	case n.prev != nil:
 		n.prev.next = n.next
-	case c.kids == n:
-		c.kids = n.next
+	case *head == n:
+		*head = n.next
 	default:
 		return false
 	}
@@ -407,6 +464,18 @@ func (c *deadlineCtx) unlink(n *afterNode) bool {
 	}
 	n.next, n.prev = nil, nil
 	return true
+}
+
+// callNodes calls the funcs of a list that is no longer reachable from
+// its owner, clearing the links as it goes, so that a node kept by
+// someone does not keep its neighbours.
+func callNodes(n *afterNode) {
+	for n != nil {
+		next := n.next
+		n.next, n.prev = nil, nil
+		n.f()
+		n = next
+	}
 }
 
 // Deadline returns the time the context is done by: the earlier of the

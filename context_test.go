@@ -996,7 +996,7 @@ func TestWithTimeout_AllocationsAsDocumented(t *testing.T) {
 		{"background", timeout, bg, false, 2},
 		{"background, Done", timeout, bg, true, 3},
 		{"under a context of this package", timeout, parent, false, 2},
-		{"under a context of this package, Done", timeout, parent, true, 5}, // its entry among the parent's kids, and the func that takes it out
+		{"under a context of this package, Done", timeout, parent, true, 4}, // its entry among the parent's kids
 		{"WithDeadline, background", deadline, bg, false, 2},
 		{"WithDeadline, background, Done", deadline, bg, true, 3},
 	} {

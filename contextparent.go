@@ -1,0 +1,231 @@
+package timingwheel
+
+import (
+	"context"
+	"unsafe"
+	"weak"
+)
+
+// Contexts under one parent of package context share its registration.
+//
+// A deadlineCtx that something waits for must learn when its parent ends
+// (see watchLocked). For a parent of package context the only way with no
+// goroutine is context.AfterFunc, and that costs about what a whole
+// context.WithTimeout does: a context of its own in the parent's children
+// map, put in by the registration and taken out again by the child's
+// cancel, with the parent's lock taken each time. A server that gives
+// each backend call of a request its own deadline under the request's
+// context pays it for every call.
+//
+// So the contexts of one shard under one parent share one registration, a
+// parentWatch: each links into its list and out again under the shard's
+// lock, with no allocation in package context and no lock of the parent.
+// The first context a shard sees under a parent registers on its own, as
+// one that is alone under its parent should (a request with a single
+// deadline): it only notes the parent in the shard's table. The next one
+// under the same parent makes the watch, which stays registered while the
+// parent lives, and serves every later one. A watch whose parent ends
+// calls its contexts' stop, as context.AfterFunc would have for each, and
+// leaves the table. A watch that another parent's takes the place of in
+// the table unregisters once its list is empty, so a parent that lives
+// long never collects more than the watches that are in use.
+//
+// The table holds watches by weak pointer, and a watch is reachable only
+// from its parent (through the registration) and from the contexts in its
+// list (which hold the parent too): the table keeps no parent alive.
+
+// A parentWatch is the registration of a shard's contexts with one parent
+// of package context. Its fields are guarded by the shard's lock, except
+// those set before it is shared.
+type parentWatch struct {
+	s      *shard
+	parent context.Context // the parent's cancelCtx, registered with
+	key    unsafe.Pointer  // the parent's cancelCtx, as the table's key
+	stop   func() bool     // context.AfterFunc's; set before the watch is shared
+	set    *watchSet       // where the watch is in s's table, or nil once it left it
+	kids   *afterNode      // the stop funcs of the contexts waiting for the parent
+	ended  bool            // the parent ended (fire ran) or the watch unregistered
+}
+
+// watchWays is how many watches a set of the table holds, and watchSets
+// how many sets a shard's table has: with two ways, parents whose keys
+// fall in one set alternate without evicting each other's watches.
+const (
+	watchWays = 2
+	watchSets = 128
+)
+
+// A watchSet is one set of a shard's table of watches.
+type watchSet struct {
+	w   [watchWays]weak.Pointer[parentWatch]
+	key [watchWays]uintptr // of w's watches, so that find asks only one of them
+	// seen is the key of the last parent looked up here that had no watch:
+	// the next context under it makes one. It is only a hint (a parent
+	// freed since may have left its address to another).
+	seen unsafe.Pointer
+	lru  int // the way to replace next
+}
+
+// stdCancelCtx returns parent's own cancelCtx of package context, when
+// parent ends exactly when it does (parent is one, or wraps one without
+// changing Done): that is the parent package context links its children
+// to. done is parent.Done().
+func stdCancelCtx(parent context.Context, done <-chan struct{}) (context.Context, bool) {
+	if cancelCtxKey == nil {
+		return nil, false
+	}
+	cc, ok := parent.Value(cancelCtxKey).(context.Context)
+	if !ok || cc.Done() != done {
+		return nil, false
+	}
+	return cc, true
+}
+
+// watchSharedLocked links c into the watch of s for cc, the cancelCtx of
+// c's parent, making the watch if this is the second context s sees under
+// cc. It reports false if c is to register on its own: the first under
+// cc, or one that finds the watch's parent ended. c.mu is held.
+func (c *deadlineCtx) watchSharedLocked(s *shard, cc context.Context) bool {
+	key := dataWord(cc)
+	s.lock()
+	if s.watches == nil {
+		s.watches = new([watchSets]watchSet)
+	}
+	set := &s.watches[uint64(uintptr(key))*0x9E3779B97F4A7C15>>(64-7)]
+	w := set.find(key)
+	var drop *parentWatch // a watch to unregister once s.mu is let go
+	if w == nil {
+		if set.seen != key {
+			set.seen = key
+			s.mu.Unlock()
+			return false
+		}
+		s.mu.Unlock()
+		w = newParentWatch(s, cc, key)
+		s.lock()
+		if o := set.find(key); o != nil {
+			drop, w = w, o // another context of s made one meanwhile
+			drop.endLocked()
+		} else {
+			drop = set.installLocked(w)
+		}
+	}
+	linked := !w.ended // a new watch may have ended already
+	if linked {
+		n := &upNode{afterNode: afterNode{f: c.t.f}, w: w}
+		pushNode(&w.kids, &n.afterNode)
+		c.up, c.reg = unsafe.Pointer(n), regNode
+	}
+	s.mu.Unlock()
+	if drop != nil {
+		drop.stop()
+	}
+	return linked
+}
+
+// newParentWatch registers a new watch of s with cc.
+func newParentWatch(s *shard, cc context.Context, key unsafe.Pointer) *parentWatch {
+	w := &parentWatch{s: s, parent: cc, key: key}
+	if testHookWatch != nil {
+		testHookWatch(w)
+	}
+	// AfterFunc never calls w.fire before it returns: it starts a
+	// goroutine for it, also when cc is done already.
+	w.stop = context.AfterFunc(cc, w.fire)
+	return w
+}
+
+// find returns the watch of the set for key, unless it has ended. s.mu
+// is held.
+func (set *watchSet) find(key unsafe.Pointer) *parentWatch {
+	for i := range set.w {
+		if set.key[i] != uintptr(key) {
+			continue
+		}
+		if w := set.w[i].Value(); w != nil && w.key == key && !w.ended {
+			set.lru = 1 - i
+			return w
+		}
+	}
+	return nil
+}
+
+// installLocked puts w in the set, in a free way or else in place of the
+// least recently used watch, and returns that watch if it is to be
+// unregistered now (its list is empty). s.mu is held.
+func (set *watchSet) installLocked(w *parentWatch) (drop *parentWatch) {
+	i := set.lru
+	for j := range set.w {
+		if o := set.w[j].Value(); o == nil || o.ended {
+			i = j
+			break
+		}
+	}
+	if o := set.w[i].Value(); o != nil && !o.ended {
+		o.set = nil
+		if o.kids == nil {
+			o.endLocked()
+			drop = o
+		}
+	}
+	set.w[i], set.key[i] = weak.Make(w), uintptr(w.key)
+	set.lru = 1 - i
+	set.seen = nil
+	w.set = set
+	return drop
+}
+
+// fire is called, in a goroutine of context.AfterFunc's, once w's parent
+// is done: it calls the stop funcs of w's contexts, as their own
+// registrations would have.
+func (w *parentWatch) fire() {
+	s := w.s
+	s.lock()
+	if w.ended {
+		s.mu.Unlock()
+		return
+	}
+	w.endLocked()
+	kids := w.kids
+	w.kids = nil
+	s.mu.Unlock()
+	callNodes(kids)
+}
+
+// unlink takes n out of w's list and reports whether it was there; false
+// means the parent ended and n's func has run or is about to. A watch that
+// left the table unregisters when its list empties.
+func (w *parentWatch) unlink(n *afterNode) bool {
+	s := w.s
+	s.lock()
+	if w.ended {
+		s.mu.Unlock()
+		return false
+	}
+	ok := removeNode(&w.kids, n)
+	drop := w.kids == nil && w.set == nil
+	if drop {
+		w.endLocked()
+	}
+	s.mu.Unlock()
+	if drop {
+		w.stop()
+	}
+	return ok
+}
+
+// testHookWatch, set by tests, is told of each parentWatch made.
+var testHookWatch func(*parentWatch)
+
+// endLocked marks w ended: its parent ended, or it is to unregister. It
+// leaves the table (find passes over it). s.mu is held.
+func (w *parentWatch) endLocked() {
+	w.ended = true
+	w.set = nil
+}
+
+// dataWord returns the data word of an interface value: for a pointer, the
+// pointer.
+func dataWord(c context.Context) unsafe.Pointer {
+	return (*[2]unsafe.Pointer)(unsafe.Pointer(&c))[1]
+}

@@ -1,0 +1,294 @@
+package timingwheel
+
+// Tests of the registration that contexts under one parent of package
+// context share (parentWatch): a parent's end reaches every context of it,
+// whichever way each registered; the table keeps no parent alive; and a
+// parent that lives long keeps no more registrations than are in use.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+	"weak"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// watchesMade holds every parentWatch made while the tests run, weakly.
+var watchesMade struct {
+	sync.Mutex
+	all []weak.Pointer[parentWatch]
+}
+
+func init() {
+	testHookWatch = func(w *parentWatch) {
+		watchesMade.Lock()
+		watchesMade.all = append(watchesMade.all, weak.Make(w))
+		watchesMade.Unlock()
+	}
+}
+
+// liveWatches counts the watches made that are neither ended nor freed.
+func liveWatches() int {
+	watchesMade.Lock()
+	defer watchesMade.Unlock()
+	n := 0
+	for _, p := range watchesMade.all {
+		if w := p.Value(); w != nil {
+			w.s.lock()
+			if !w.ended {
+				n++
+			}
+			w.s.mu.Unlock()
+		}
+	}
+	return n
+}
+
+// settleWatches waits until liveWatches is at most want, running the
+// garbage collector, and returns what it is then: a parent's end reaches
+// its watch on a goroutine of context.AfterFunc's.
+func settleWatches(want int) int {
+	deadline := time.Now().Add(5 * time.Second)
+	for liveWatches() > want && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	return liveWatches()
+}
+
+// watchedKids counts the contexts linked in the watches of h's tables that
+// have not ended.
+func watchedKids(h *Hierarchy) int {
+	n := 0
+	for _, s := range h.shards {
+		s.lock()
+		if s.watches != nil {
+			for i := range s.watches {
+				for _, p := range s.watches[i].w {
+					if w := p.Value(); w != nil && !w.ended {
+						for k := w.kids; k != nil; k = k.next {
+							n++
+						}
+					}
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// The first context under a parent registers on its own, the later ones
+// share a watch; when the parent is cancelled, each is done with its
+// parent's Err and Cause, and so are the standard children of each.
+func TestParentWatch_ParentEndReachesEveryContext(t *testing.T) {
+	for _, shards := range []int{1, 3} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
+			h, _ := newFake(t, WithShards(shards))
+			cause := errors.New("request over")
+			base, cancel := context.WithCancelCause(context.Background())
+			type key struct{}
+			parents := []context.Context{base, context.WithValue(base, key{}, 1)} // one cancelCtx under both
+			var ctxs, derived []context.Context
+			for i := range 50 {
+				c, ccancel := h.WithTimeout(parents[i%2], time.Hour)
+				defer ccancel()
+				c.Done()
+				ctxs = append(ctxs, c)
+				d, dcancel := context.WithCancel(c)
+				defer dcancel()
+				derived = append(derived, d)
+			}
+			assert.Positive(t, watchedKids(h), "no context shares a watch")
+			for i, c := range ctxs {
+				assertLive(t, c, fmt.Sprintf("context %d before the parent's end", i))
+			}
+			cancel(cause)
+			for i, c := range append(ctxs, derived...) {
+				waitDone(t, c, fmt.Sprintf("context %d after the parent's end", i))
+				assertEnded(t, c, context.Canceled, cause, fmt.Sprintf("context %d", i))
+			}
+			assert.Zero(t, h.Len(), "timers after the parent's end")
+			assert.Zero(t, watchedKids(h), "contexts left in watches")
+		})
+	}
+}
+
+// A context that shares a watch and is cancelled leaves it at once: the
+// watch keeps no reference to it, and the parent's later end is not
+// reported to it.
+func TestParentWatch_CancelLeavesTheWatch(t *testing.T) {
+	h, _ := newFake(t, WithShards(1))
+	parent, pcancel := context.WithCancel(context.Background())
+	defer pcancel()
+	first, cancel := h.WithTimeout(parent, time.Hour) // registers on its own
+	first.Done()
+	cancel()
+	ctx, cancel := h.WithTimeout(parent, time.Hour)
+	ctx.Done()
+	require.Equal(t, 1, watchedKids(h), "the second context is not in a watch")
+	freed := weak.Make(ctx.(*deadlineCtx))
+	cancel()
+	assert.Zero(t, watchedKids(h), "cancelled context still in the watch")
+	assertEnded(t, ctx, context.Canceled, context.Canceled, "cancelled context")
+	ctx = nil
+	deadline := time.Now().Add(5 * time.Second)
+	for freed.Value() != nil && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	assert.Nil(t, freed.Value(), "cancelled context not freed: the watch keeps it")
+}
+
+// The table holds watches weakly: a parent that is dropped without being
+// cancelled, after contexts shared its watch, is freed.
+func TestParentWatch_KeepsNoParentAlive(t *testing.T) {
+	h, _ := newFake(t, WithShards(1))
+	before := liveWatches()
+	parent, pcancel := context.WithCancel(context.Background())
+	_ = pcancel // dropped, never called: the parent is garbage once unreachable
+	for range 3 {
+		c, cancel := h.WithTimeout(parent, time.Hour)
+		c.Done()
+		cancel()
+	}
+	require.Equal(t, before+1, liveWatches(), "no watch made for the parent")
+	freed := weak.Make((*byte)(dataWord(parent))) // the parent's cancelCtx
+	parent, pcancel = nil, nil
+	deadline := time.Now().Add(5 * time.Second)
+	for freed.Value() != nil && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	assert.Nil(t, freed.Value(), "dropped parent not freed: the hierarchy keeps it")
+	runtime.KeepAlive(h)
+}
+
+// A parent that lives long, with contexts made under it between those of
+// many other parents (which take its place in the table), keeps only the
+// watches that are in use: once every context is cancelled and the other
+// parents ended, at most one per shard is left.
+func TestParentWatch_EvictedWatchesUnregister(t *testing.T) {
+	const shards = 1
+	h, _ := newFake(t, WithShards(shards))
+	require.Zero(t, settleWatches(0), "watches of earlier tests left")
+	long, lcancel := context.WithCancel(context.Background())
+	defer lcancel()
+	var held []context.CancelFunc // some of long's contexts wait across evictions
+	for round := range 20 {
+		for i := range 3 {
+			c, cancel := h.WithTimeout(long, time.Hour)
+			c.Done()
+			if i == 2 && round%2 == 0 { // the first registers on its own, the second makes the watch
+				held = append(held, cancel)
+				continue
+			}
+			cancel()
+		}
+		// Enough other parents, each with a watch, to fill every set of
+		// the table and so take the place of long's.
+		// They live to the round's end, so that theirs are not ended.
+		var others []context.CancelFunc
+		for range 2 * watchSets * watchWays {
+			other, ocancel := context.WithCancel(context.Background())
+			others = append(others, ocancel)
+			for range 2 {
+				c, cancel := h.WithTimeout(other, time.Hour)
+				c.Done()
+				cancel()
+			}
+		}
+		for _, ocancel := range others {
+			ocancel()
+		}
+	}
+	for _, cancel := range held {
+		cancel()
+	}
+	assert.LessOrEqual(t, settleWatches(shards), shards, "watches left registered")
+	// And the ones left still work.
+	c, cancel := h.WithTimeout(long, time.Hour)
+	defer cancel()
+	c.Done()
+	lcancel()
+	waitDone(t, c, "context under the long-lived parent after its end")
+	assert.Zero(t, settleWatches(0), "watches left after every parent ended")
+}
+
+// Contexts made, waited for and cancelled from many goroutines under a
+// few shared parents, while the parents end: each context ends once, by
+// its own cancel or its parent's, and nothing is left registered.
+func TestParentWatch_Concurrent(t *testing.T) {
+	h, _ := newFake(t, WithShards(2))
+	require.Zero(t, settleWatches(0), "watches of earlier tests left")
+	for round := range 20 {
+		var parents []context.Context
+		var pcancels []context.CancelFunc
+		for range 3 {
+			p, c := context.WithCancel(context.Background())
+			parents, pcancels = append(parents, p), append(pcancels, c)
+		}
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 200 {
+					p := parents[(g+i)%len(parents)]
+					c, cancel := h.WithTimeout(p, time.Hour)
+					done := c.Done()
+					if i%3 == 0 {
+						cancel()
+						<-done
+						if err := c.Err(); err != context.Canceled {
+							t.Errorf("round %d: cancelled context: Err %v", round, err)
+						}
+						continue
+					}
+					defer cancel()
+					if p.Err() != nil {
+						select {
+						case <-done:
+						case <-time.After(5 * time.Second):
+							t.Errorf("round %d: context under an ended parent not done", round)
+						}
+					}
+				}
+			})
+		}
+		go func() {
+			for _, c := range pcancels {
+				runtime.Gosched()
+				c()
+			}
+		}()
+		wg.Wait()
+		for _, c := range pcancels {
+			c()
+		}
+	}
+	assert.Zero(t, watchedKids(h), "contexts left in watches")
+	assert.Zero(t, h.Len(), "timers left")
+	assert.Zero(t, settleWatches(0), "watches left after every parent ended")
+}
+
+// A parent that ends after the context is made and before its Done is
+// called: Done finds it ended and registers nothing.
+func TestParentWatch_ParentDoneBeforeDone(t *testing.T) {
+	h, _ := newFake(t, WithShards(1))
+	parent, pcancel := context.WithCancel(context.Background())
+	c, cancel := h.WithTimeout(parent, time.Hour)
+	c.Done()
+	cancel() // the parent is seen: the next context would make the watch
+	c, cancel = h.WithTimeout(parent, time.Hour)
+	defer cancel()
+	pcancel()
+	waitDone(t, c, "context whose parent ended before its Done")
+	assert.Equal(t, context.Canceled, c.Err())
+	assert.Zero(t, watchedKids(h), "context linked in a watch of an ended parent")
+	assert.Zero(t, h.Len(), "timer of a context whose parent ended")
+}
