@@ -111,6 +111,11 @@ const (
 // what only some contexts need (the entry among a parent's kids, a
 // deadline that is not the timer's) is allocated when needed.
 type deadlineCtx struct {
+	// fm and self make c a func value of its own, that calls c.stop: see
+	// stopFunc. Set when c is made, and not changed after.
+	fm   uintptr
+	self *deadlineCtx
+
 	t      Timer // armed with the deadline, when the deadline is the context's own; t.f is c.stop
 	parent context.Context
 
@@ -251,7 +256,7 @@ func (h *Hierarchy) withDeadline(method string, parent context.Context, at time.
 		c.parent, c.own, c.watched = parent, own, watched
 		c.state.Store(ctxHasAt)
 	}
-	c.t.f = c.stop
+	c.t.f = c.stopFunc()
 	if st != ctxLive {
 		c.t.Init(h, c.t.f) // String reads h from it
 		c.state.Or(st)
@@ -347,6 +352,35 @@ func parentErr(parent context.Context) error {
 		return err
 	}
 	return context.Canceled
+}
+
+// stopFM is the code of the method value c.stop (its closure's first
+// word), or 0 if method values are not laid out as stopFunc expects.
+var stopFM = func() uintptr {
+	probe := new(deadlineCtx)
+	f := probe.stop
+	words := (*[2]unsafe.Pointer)(*(*unsafe.Pointer)(unsafe.Pointer(&f)))
+	if words[1] != unsafe.Pointer(probe) {
+		return 0
+	}
+	return uintptr(words[0])
+}()
+
+// stopFunc returns c.stop as a func value with no allocation of its own.
+// A method value c.stop is a pointer to a closure of two words, the code
+// of the method value (stopFM, which calls stop with the receiver it
+// finds in the second word) and c; c starts with those two words (fm and
+// self), so a pointer to c is that func value. This saves one allocation
+// per context, a sixth of what making and cancelling one costs. stopFM
+// checks the layout once; if a compiler lays method values out otherwise,
+// stopFunc returns the ordinary method value.
+func (c *deadlineCtx) stopFunc() func() {
+	if stopFM == 0 {
+		return c.stop
+	}
+	c.fm, c.self = stopFM, c
+	p := unsafe.Pointer(c)
+	return *(*func())(unsafe.Pointer(&p))
 }
 
 // stop is c.t.f: the callback of c's timer, the CancelFunc returned to
