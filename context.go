@@ -99,17 +99,27 @@ const (
 	// ctxHasAt is set when the context is made, before it is returned,
 	// if it is a deadlineCtxAt: its deadline is not its timer's.
 	ctxHasAt = 8
+	// ctxOwn, ctxArmed and ctxWatched are set when the context is made:
+	// its deadline is its own, not the parent's earlier one; its timer
+	// was armed; its parent can be done (see watchLocked).
+	ctxOwn     = 16
+	ctxArmed   = 32
+	ctxWatched = 64
+	// The two bits at ctxRegShift hold the kind of registration with the
+	// parent that c.up holds (regNone until watchLocked registers c, with
+	// mu held, once).
+	ctxRegShift = 7
 )
 
 // A deadlineCtx is the context of WithDeadline and WithTimeout: one
 // allocation holding its timer and everything else (a deadlineCtxAt when
-// the deadline is not the timer's), plus one for t.f, the
-// single func value that serves as the timer's callback, as the
-// CancelFunc returned to the caller, and as the func its parent calls
-// when it is done (see stop). Err and Cause are not stored: they follow
-// from the state and the parent. The fields fill the 112-byte size class:
-// what only some contexts need (the entry among a parent's kids, a
-// deadline that is not the timer's) is allocated when needed.
+// the deadline is not the timer's), and which is also t.f, the single
+// func value that serves as the timer's callback, as the CancelFunc
+// returned to the caller, and as the func its parent calls when it is done
+// (see stop and stopFunc). Err and Cause are not stored: they follow from
+// the state and the parent. The fields fill the 128-byte size class: what
+// only some contexts need (the entry among a parent's kids, a deadline
+// that is not the timer's) is allocated when needed.
 type deadlineCtx struct {
 	// fm and self make c a func value of its own, that calls c.stop: see
 	// stopFunc. Set when c is made, and not changed after.
@@ -119,41 +129,51 @@ type deadlineCtx struct {
 	t      Timer // armed with the deadline, when the deadline is the context's own; t.f is c.stop
 	parent context.Context
 
-	mu sync.Mutex // guards armed, done, the registration with the parent, and the kids list
+	mu sync.Mutex // guards done, the registration with the parent, and the kids list
 	// state holds a ctx constant (its phase), which leaves ctxLive once,
-	// with mu held, just before done is closed; and the bit ctxDone.
+	// with mu held, just before done is closed; the bit ctxDone; the
+	// flags set when c is made; and the kind of c's registration. Its
+	// writers after c is made hold mu.
 	state atomic.Uint32
-	own   bool // deadline is the context's own, not the parent's earlier one
-	armed bool // t was armed
-	// watched is set when the parent can be done. Err and stop ask the
-	// parent then; the parent is asked to tell c only once something could
-	// wait for c (Done, AfterFunc, a kid: see watchLocked), which sets
-	// reg, the kind of registration up holds (see unregister).
-	watched bool
-	reg     uint8
-	done    chan struct{} // made by the first Done; set once, see ctxDone
-	kids    *afterNode    // funcs to call when done: kids of this type, and AfterFunc's
-	// up is c's registration with its parent, by reg: regNode, an
-	// *upNode, c's entry in the kids of the deadlineCtx that is or is
-	// under the parent, or in a parentWatch's; regFunc, the stop func of
-	// context.AfterFunc(parent, c.stop), as the one word a func value is.
+	// widx is c's index in the kids of the parentWatch it is registered
+	// with, if it is (regWatch). Guarded by that watch's shard's lock.
+	widx uint32
+	done chan struct{} // made by the first Done; set once, see ctxDone
+	kids *afterNode    // funcs to call when done: kids of this type, and AfterFunc's
+	// up is c's registration with its parent, by kind (see reg): regNode,
+	// an *upNode, c's entry in the kids of the deadlineCtx that is or is
+	// under the parent; regWatch, the *parentWatch c is a kid of; regFunc,
+	// the stop func of context.AfterFunc(parent, c.stop), as the one word
+	// a func value is. The parent is asked to tell c only once something
+	// could wait for c (Done, AfterFunc, a kid: see watchLocked).
 	up unsafe.Pointer
 }
 
-// Kinds of deadlineCtx.reg.
+// Kinds of registration with the parent: see deadlineCtx.up.
 const (
 	regNone = iota
 	regNode
+	regWatch
 	regFunc
 )
 
-// An upNode is a context's entry in the kids of its parent (p, a
-// deadlineCtx) or of a parentWatch (w): one allocation, from which the
-// context takes itself out.
+// reg returns the kind of c's registration with its parent.
+func (c *deadlineCtx) reg() uint32 {
+	return c.state.Load() >> ctxRegShift & 3
+}
+
+// setRegLocked records c's registration with its parent, up of kind k.
+// c.mu is held.
+func (c *deadlineCtx) setRegLocked(up unsafe.Pointer, k uint32) {
+	c.up = up
+	c.state.Or(k << ctxRegShift)
+}
+
+// An upNode is a context's entry in the kids of its parent p, a
+// deadlineCtx: one allocation, from which the context takes itself out.
 type upNode struct {
 	afterNode
 	p *deadlineCtx
-	w *parentWatch
 }
 
 // A deadlineCtxAt is a deadlineCtx with room for its deadline, for one
@@ -244,28 +264,39 @@ func (h *Hierarchy) withDeadline(method string, parent context.Context, at time.
 	} else if watched = canEnd(parent); watched && parent.Err() != nil {
 		st = ctxParent
 	}
+	var flags uint32
+	if own {
+		flags |= ctxOwn
+		if st == ctxLive {
+			flags |= ctxArmed
+		}
+	}
+	if watched {
+		flags |= ctxWatched
+	}
 	var c *deadlineCtx
 	if own && exact && st == ctxLive {
-		c = &deadlineCtx{parent: parent, own: true, watched: watched} // its deadline is its timer's
+		c = &deadlineCtx{parent: parent} // its deadline is its timer's
 	} else {
 		if exact {
 			at = h.origin.Add(time.Duration(w))
 		}
 		x := &deadlineCtxAt{deadline: at}
 		c = &x.deadlineCtx
-		c.parent, c.own, c.watched = parent, own, watched
-		c.state.Store(ctxHasAt)
+		c.parent = parent
+		flags |= ctxHasAt
 	}
+	// c is new: no other goroutine can see it before it is returned or
+	// armed, so a plain store does (arm's lock publishes it).
+	*(*uint32)(unsafe.Pointer(&c.state)) = flags | st
 	c.t.f = c.stopFunc()
 	if st != ctxLive {
 		c.t.Init(h, c.t.f) // String reads h from it
-		c.state.Or(st)
 		return c, c.t.f
 	}
 	if own {
 		// c.t is new, and so is c: arm files it as AtFunc does a new
 		// Timer, with a single look-up of the processor's shard.
-		c.armed = true
 		h.arm(&c.t, w)
 	}
 	return c, c.t.f
@@ -286,7 +317,7 @@ func canEnd(parent context.Context) bool {
 // costs its parent nothing. watchLocked reports false if the parent is
 // done already. c.mu is held and c is live.
 func (c *deadlineCtx) watchLocked() bool {
-	if !c.watched || c.reg != regNone {
+	if st := c.state.Load(); st&ctxWatched == 0 || st>>ctxRegShift&3 != regNone {
 		return true
 	}
 	parent := c.parent
@@ -315,8 +346,7 @@ func (c *deadlineCtx) watchLocked() bool {
 	// parent, as context.WithDeadline would. It never calls c.stop before
 	// it returns, so c.mu may be held.
 	stop := context.AfterFunc(parent, c.t.f)
-	c.up = *(*unsafe.Pointer)(unsafe.Pointer(&stop)) // see unregister
-	c.reg = regFunc
+	c.setRegLocked(*(*unsafe.Pointer)(unsafe.Pointer(&stop)), regFunc) // see unregister
 	return true
 }
 
@@ -335,7 +365,7 @@ func (c *deadlineCtx) linkUpLocked(p *deadlineCtx) bool {
 	}
 	n := &upNode{afterNode: afterNode{f: c.t.f}, p: p}
 	p.linkLocked(&n.afterNode)
-	c.up, c.reg = unsafe.Pointer(n), regNode
+	c.setRegLocked(unsafe.Pointer(n), regNode)
 	p.mu.Unlock()
 	return true
 }
@@ -397,7 +427,7 @@ func (c *deadlineCtx) stop() {
 	// Ask the parent before taking c.mu: a parent of this package that
 	// learns here that its own parent is done ends, and calls its kids,
 	// c among them.
-	parentDone := c.watched && c.parent.Err() != nil
+	parentDone := c.state.Load()&ctxWatched != 0 && c.parent.Err() != nil
 	c.mu.Lock()
 	if c.phase() != ctxLive {
 		c.mu.Unlock()
@@ -406,10 +436,38 @@ func (c *deadlineCtx) stop() {
 	st := uint32(ctxCanceled)
 	if parentDone {
 		st = ctxParent
-	} else if c.armed && !c.t.Stop() {
+	} else if c.state.Load()&ctxArmed != 0 && !c.stopTimerLocked() {
 		st = ctxExpired
 	}
 	c.finishLocked(st)
+}
+
+// stopTimerLocked stops c's timer and reports whether it stopped it. A
+// context registered with a parentWatch leaves it in the same hold of the
+// shard's lock (the watch is its timer's shard's), and its registration
+// is then undone: c.up is nil. c.mu is held and c is armed.
+func (c *deadlineCtx) stopTimerLocked() bool {
+	if c.reg() != regWatch {
+		return c.t.Stop()
+	}
+	w := (*parentWatch)(c.up)
+	s, _ := c.t.lockShard()
+	if s != w.s {
+		s.mu.Unlock()
+		return c.t.Stop()
+	}
+	stopped := c.t.stopLocked(s)
+	emptied := stopped && s.count == 0
+	drop := w.removeLocked(c)
+	c.up = nil
+	s.mu.Unlock()
+	if drop {
+		w.stop()
+	}
+	if emptied {
+		s.h.idle()
+	}
+	return stopped
 }
 
 // finishLocked ends c in state st: it closes Done, unlocks c.mu, stops
@@ -417,7 +475,7 @@ func (c *deadlineCtx) stop() {
 // its parent, and calls the funcs of c's kids, on this goroutine. c.mu is
 // held and c is live.
 func (c *deadlineCtx) finishLocked(st uint32) {
-	if st == ctxParent && c.armed {
+	if st == ctxParent && c.state.Load()&ctxArmed != 0 {
 		c.t.Stop()
 	}
 	// The state first: Done closes once Err reports the end, never
@@ -441,13 +499,13 @@ func (c *deadlineCtx) finishLocked(st uint32) {
 // unregister undoes c's registration with its parent, if any. c is done,
 // so the fields it reads no longer change.
 func (c *deadlineCtx) unregister() {
-	switch c.reg {
+	switch c.reg() {
 	case regNode:
 		n := (*upNode)(c.up)
-		if n.w != nil {
-			n.w.unlink(&n.afterNode)
-		} else {
-			n.p.unlink(&n.afterNode)
+		n.p.unlink(&n.afterNode)
+	case regWatch:
+		if c.up != nil { // else stopTimerLocked has
+			(*parentWatch)(c.up).remove(c)
 		}
 	case regFunc:
 		// A func value is a pointer-shaped word: up holds the stop func
@@ -560,7 +618,7 @@ func (c *deadlineCtx) Done() <-chan struct{} {
 func (c *deadlineCtx) Err() error {
 	st := c.state.Load()
 	if st&ctxPhase == ctxLive {
-		if !c.watched || c.parent.Err() == nil {
+		if st&ctxWatched == 0 || c.parent.Err() == nil {
 			return nil
 		}
 		c.stop()
@@ -631,7 +689,7 @@ func stopped() bool { return false }
 // deadline is the earlier one.
 func (c *deadlineCtx) String() string {
 	name := contextName(c.parent)
-	if !c.own {
+	if c.state.Load()&ctxOwn == 0 {
 		return name + ".WithCancel"
 	}
 	dl, _ := c.Deadline()

@@ -987,6 +987,13 @@ func TestWithTimeout_AllocationsAsDocumented(t *testing.T) {
 	deadline := func(p context.Context) (context.Context, context.CancelFunc) {
 		return h.WithDeadline(p, time.Now().Add(time.Minute))
 	}
+	std, cancelStd := context.WithCancel(bg)
+	defer cancelStd()
+	for range 2 { // the first registers on its own; the second makes the shared registration
+		c, cancel := timeout(std)
+		c.Done()
+		cancel()
+	}
 	for _, tt := range []struct {
 		name   string
 		with   func(context.Context) (context.Context, context.CancelFunc)
@@ -998,6 +1005,8 @@ func TestWithTimeout_AllocationsAsDocumented(t *testing.T) {
 		{"background, Done", timeout, bg, true, 2},
 		{"under a context of this package", timeout, parent, false, 1},
 		{"under a context of this package, Done", timeout, parent, true, 3}, // its entry among the parent's kids
+		{"under a context of package context", timeout, std, false, 1},
+		{"under a context of package context, Done", timeout, std, true, 2}, // the registration it shares takes none
 		{"WithDeadline, background", deadline, bg, false, 1},
 		{"WithDeadline, background, Done", deadline, bg, true, 2},
 	} {

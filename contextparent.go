@@ -43,8 +43,10 @@ type parentWatch struct {
 	key    unsafe.Pointer  // the parent's cancelCtx, as the table's key
 	stop   func() bool     // context.AfterFunc's; set before the watch is shared
 	set    *watchSet       // where the watch is in s's table, or nil once it left it
-	kids   *afterNode      // the stop funcs of the contexts waiting for the parent
-	ended  bool            // the parent ended (fire ran) or the watch unregistered
+	// kids are the contexts waiting for the parent, each at its widx: an
+	// array, so that a context joins and leaves with no allocation.
+	kids  []*deadlineCtx
+	ended bool // the parent ended (fire ran) or the watch unregistered
 }
 
 // watchWays is how many watches a set of the table holds, and watchSets
@@ -112,9 +114,9 @@ func (c *deadlineCtx) watchSharedLocked(s *shard, cc context.Context) bool {
 	}
 	linked := !w.ended // a new watch may have ended already
 	if linked {
-		n := &upNode{afterNode: afterNode{f: c.t.f}, w: w}
-		pushNode(&w.kids, &n.afterNode)
-		c.up, c.reg = unsafe.Pointer(n), regNode
+		c.widx = uint32(len(w.kids))
+		w.kids = append(w.kids, c)
+		c.setRegLocked(unsafe.Pointer(w), regWatch)
 	}
 	s.mu.Unlock()
 	if drop != nil {
@@ -163,7 +165,7 @@ func (set *watchSet) installLocked(w *parentWatch) (drop *parentWatch) {
 	}
 	if o := set.w[i].Value(); o != nil && !o.ended {
 		o.set = nil
-		if o.kids == nil {
+		if len(o.kids) == 0 {
 			o.endLocked()
 			drop = o
 		}
@@ -189,29 +191,45 @@ func (w *parentWatch) fire() {
 	kids := w.kids
 	w.kids = nil
 	s.mu.Unlock()
-	callNodes(kids)
+	for _, c := range kids {
+		c.stop() // sees the parent done
+	}
 }
 
-// unlink takes n out of w's list and reports whether it was there; false
-// means the parent ended and n's func has run or is about to. A watch that
-// left the table unregisters when its list empties.
-func (w *parentWatch) unlink(n *afterNode) bool {
+// remove takes c out of w's kids, unless the parent ended (then fire has
+// taken or will take c's stop). A watch that left the table unregisters
+// when its last kid leaves.
+func (w *parentWatch) remove(c *deadlineCtx) {
 	s := w.s
 	s.lock()
-	if w.ended {
-		s.mu.Unlock()
-		return false
-	}
-	ok := removeNode(&w.kids, n)
-	drop := w.kids == nil && w.set == nil
-	if drop {
-		w.endLocked()
-	}
+	drop := w.removeLocked(c)
 	s.mu.Unlock()
 	if drop {
 		w.stop()
 	}
-	return ok
+}
+
+// removeLocked is remove with s.mu held, but for unregistering: it
+// reports whether the caller is to call w.stop once s.mu is let go.
+func (w *parentWatch) removeLocked(c *deadlineCtx) (drop bool) {
+	if w.ended {
+		return false
+	}
+	last := len(w.kids) - 1
+	m := w.kids[last] // moves into c's place
+	w.kids[c.widx], m.widx = m, c.widx
+	w.kids[last] = nil
+	w.kids = w.kids[:last]
+	if cap(w.kids) > 64 && len(w.kids) < cap(w.kids)/4 {
+		// The array shrinks with its list, so that a watch of a parent
+		// that once had many waiting keeps no room for them.
+		w.kids = append(make([]*deadlineCtx, 0, cap(w.kids)/2), w.kids...)
+	}
+	if len(w.kids) == 0 && w.set == nil {
+		w.endLocked()
+		return true
+	}
+	return false
 }
 
 // testHookWatch, set by tests, is told of each parentWatch made.

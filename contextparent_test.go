@@ -72,9 +72,7 @@ func watchedKids(h *Hierarchy) int {
 			for i := range s.watches {
 				for _, p := range s.watches[i].w {
 					if w := p.Value(); w != nil && !w.ended {
-						for k := w.kids; k != nil; k = k.next {
-							n++
-						}
+						n += len(w.kids)
 					}
 				}
 			}

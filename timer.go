@@ -127,8 +127,19 @@ func (t *Timer) lockShard() (*shard, bool) {
 func (t *Timer) Stop() bool {
 	t.shard("Stop")
 	s, _ := t.lockShard()
+	stopped := t.stopLocked(s)
+	emptied := stopped && s.count == 0
+	s.mu.Unlock()
+	if emptied {
+		s.h.idle() // perhaps nothing is armed: the driver need not wake
+	}
+	return stopped
+}
+
+// stopLocked is Stop with t's shard s locked, but for telling the driver
+// when s is emptied (see Stop).
+func (t *Timer) stopLocked(s *shard) bool {
 	if !t.armedLocked() {
-		s.mu.Unlock()
 		return false
 	}
 	if t.filed.Load() != unarmed {
@@ -140,11 +151,6 @@ func (t *Timer) Stop() bool {
 	t.mode &= modeExec // a run handed to the executor will not call f
 	s.count--
 	s.stats.stopped++
-	emptied := s.count == 0
-	s.mu.Unlock()
-	if emptied {
-		s.h.idle() // perhaps nothing is armed: the driver need not wake
-	}
 	return true
 }
 
