@@ -2,6 +2,7 @@ package timingwheel
 
 import (
 	"context"
+	"runtime"
 	"unsafe"
 	"weak"
 )
@@ -61,6 +62,12 @@ const (
 type watchSet struct {
 	w   [watchWays]weak.Pointer[parentWatch]
 	key [watchWays]uintptr // of w's watches, so that find asks only one of them
+	// hot holds w's watches strongly from their use until the next
+	// garbage collection ends (see clearHot): turning a weak pointer
+	// strong takes a global atomic while the heap is being swept, which
+	// many cores making contexts would contend for. A parent dropped
+	// without being cancelled is so kept one collection longer at most.
+	hot [watchWays]*parentWatch
 	// seen is the key of the last parent looked up here that had no watch:
 	// the next context under it makes one. It is only a hint (a parent
 	// freed since may have left its address to another).
@@ -92,6 +99,7 @@ func (c *deadlineCtx) watchSharedLocked(s *shard, cc context.Context) bool {
 	s.lock()
 	if s.watches == nil {
 		s.watches = new([watchSets]watchSet)
+		clearHotAfterGC(weak.Make(s))
 	}
 	set := &s.watches[uint64(uintptr(key))*0x9E3779B97F4A7C15>>(64-7)]
 	w := set.find(key)
@@ -144,7 +152,14 @@ func (set *watchSet) find(key unsafe.Pointer) *parentWatch {
 		if set.key[i] != uintptr(key) {
 			continue
 		}
-		if w := set.w[i].Value(); w != nil && w.key == key && !w.ended {
+		w := set.hot[i]
+		if w == nil {
+			if w = set.w[i].Value(); w == nil {
+				continue
+			}
+			set.hot[i] = w
+		}
+		if w.key == key && !w.ended {
 			set.lru = 1 - i
 			return w
 		}
@@ -170,7 +185,7 @@ func (set *watchSet) installLocked(w *parentWatch) (drop *parentWatch) {
 			drop = o
 		}
 	}
-	set.w[i], set.key[i] = weak.Make(w), uintptr(w.key)
+	set.w[i], set.key[i], set.hot[i] = weak.Make(w), uintptr(w.key), w
 	set.lru = 1 - i
 	set.seen = nil
 	w.set = set
@@ -238,8 +253,39 @@ var testHookWatch func(*parentWatch)
 // endLocked marks w ended: its parent ended, or it is to unregister. It
 // leaves the table (find passes over it). s.mu is held.
 func (w *parentWatch) endLocked() {
+	if set := w.set; set != nil {
+		for i := range set.hot {
+			if set.hot[i] == w {
+				set.hot[i] = nil // the table keeps no ended watch's parent
+			}
+		}
+	}
 	w.ended = true
 	w.set = nil
+}
+
+// A gcSentinel is garbage as soon as it is made, so that its cleanup runs
+// once the next garbage collection has found it so. It holds a pointer so
+// that it is not batched with other tiny objects, whose cleanups may wait.
+type gcSentinel struct{ _ *byte }
+
+// clearHotAfterGC arranges for the hot watches of s's table to be cleared
+// once the next garbage collection ends, and again after each one, for as
+// long as s lives: from then until they are used again, the table holds
+// them only weakly.
+func clearHotAfterGC(ws weak.Pointer[shard]) {
+	runtime.AddCleanup(new(gcSentinel), func(ws weak.Pointer[shard]) {
+		s := ws.Value()
+		if s == nil {
+			return // s's hierarchy is gone: so is its table
+		}
+		s.lock()
+		for i := range s.watches {
+			s.watches[i].hot = [watchWays]*parentWatch{}
+		}
+		s.mu.Unlock()
+		clearHotAfterGC(ws)
+	}, ws)
 }
 
 // dataWord returns the data word of an interface value: for a pointer, the

@@ -290,3 +290,30 @@ func TestParentWatch_ParentDoneBeforeDone(t *testing.T) {
 	assert.Zero(t, watchedKids(h), "context linked in a watch of an ended parent")
 	assert.Zero(t, h.Len(), "timer of a context whose parent ended")
 }
+
+// A watch whose parent ends leaves the table at once, strong hold and all:
+// the first garbage collection after that frees the parent.
+func TestParentWatch_EndedParentFreedByNextCollection(t *testing.T) {
+	h, _ := newFake(t, WithShards(1))
+	before := settleWatches(0)
+	parent, pcancel := context.WithCancel(context.Background())
+	for range 3 {
+		c, cancel := h.WithTimeout(parent, time.Hour)
+		c.Done()
+		cancel()
+	}
+	require.Equal(t, before+1, liveWatches(), "no watch made for the parent")
+	freed := weak.Make((*byte)(dataWord(parent)))
+	pcancel()
+	// Wait for the end with no collection, which would clear the table's
+	// strong holds anyway.
+	for deadline := time.Now().Add(5 * time.Second); liveWatches() > before && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	require.Equal(t, before, liveWatches(), "the watch did not end with its parent")
+	goroutinesSettle() // the goroutine that ran the watch's end has returned
+	parent, pcancel = nil, nil
+	runtime.GC()
+	assert.Nil(t, freed.Value(), "ended parent kept past a collection: the table holds it")
+	runtime.KeepAlive(h)
+}
