@@ -148,7 +148,8 @@ func TestParentWatch_CancelLeavesTheWatch(t *testing.T) {
 // cancelled, after contexts shared its watch, is freed.
 func TestParentWatch_KeepsNoParentAlive(t *testing.T) {
 	h, _ := newFake(t, WithShards(1))
-	before := liveWatches()
+	require.Zero(t, settleWatches(0), "watches of earlier tests left")
+	const before = 0
 	parent, pcancel := context.WithCancel(context.Background())
 	_ = pcancel // dropped, never called: the parent is garbage once unreachable
 	for range 3 {
@@ -295,7 +296,8 @@ func TestParentWatch_ParentDoneBeforeDone(t *testing.T) {
 // the first garbage collection after that frees the parent.
 func TestParentWatch_EndedParentFreedByNextCollection(t *testing.T) {
 	h, _ := newFake(t, WithShards(1))
-	before := settleWatches(0)
+	require.Zero(t, settleWatches(0), "watches of earlier tests left")
+	const before = 0
 	parent, pcancel := context.WithCancel(context.Background())
 	for range 3 {
 		c, cancel := h.WithTimeout(parent, time.Hour)
