@@ -46,8 +46,9 @@ type parentWatch struct {
 	set    *watchSet       // where the watch is in s's table, or nil once it left it
 	// kids are the contexts waiting for the parent, each at its widx: an
 	// array, so that a context joins and leaves with no allocation.
-	kids  []*deadlineCtx
-	ended bool // the parent ended (fire ran) or the watch unregistered
+	kids    []*deadlineCtx
+	ended   bool            // the parent ended (fire ran) or the watch unregistered
+	cleanup runtime.Cleanup // unregisters the watch once it is freed; stopped when it ends (zero until set)
 }
 
 // watchWays is how many watches a set of the table holds, and watchSets
@@ -68,11 +69,14 @@ type watchSet struct {
 	// many cores making contexts would contend for. A parent dropped
 	// without being cancelled is so kept one collection longer at most.
 	hot [watchWays]*parentWatch
-	// seen is the key of the last parent looked up here that had no watch:
-	// the next context under it makes one. It is only a hint (a parent
-	// freed since may have left its address to another).
-	seen unsafe.Pointer
-	lru  int // the way to replace next
+	// seen holds the keys of the last parents looked up here that had no
+	// watch, two so that two that alternate both get one: the next context
+	// under either makes it. They are only hints (a parent freed since may
+	// have left its address to another), and uintptrs, so that they keep
+	// no parent alive.
+	seen     [watchWays]uintptr
+	nextSeen int // the entry of seen to replace next
+	lru      int // the way to replace next
 }
 
 // stdCancelCtx returns parent's own cancelCtx of package context, when
@@ -105,8 +109,7 @@ func (c *deadlineCtx) watchSharedLocked(s *shard, cc context.Context) bool {
 	w := set.find(key)
 	var drop *parentWatch // a watch to unregister once s.mu is let go
 	if w == nil {
-		if set.seen != key {
-			set.seen = key
+		if !set.sawLocked(uintptr(key)) {
 			s.mu.Unlock()
 			return false
 		}
@@ -134,14 +137,38 @@ func (c *deadlineCtx) watchSharedLocked(s *shard, cc context.Context) bool {
 }
 
 // newParentWatch registers a new watch of s with cc.
+//
+// The registration holds the watch weakly, so that it does not keep the
+// watch, its shard and its hierarchy alive for as long as cc lives (a
+// server's root context may outlive many hierarchies): the watch lives
+// while contexts wait in it (they hold it) or the table holds it hot (until
+// the next collection ends). Once it is freed, its cleanup undoes the
+// registration, so none pile up in a parent that lives long; the next
+// context under cc that waits registers on its own again, and the one
+// after makes a new watch.
 func newParentWatch(s *shard, cc context.Context, key unsafe.Pointer) *parentWatch {
 	w := &parentWatch{s: s, parent: cc, key: key}
 	if testHookWatch != nil {
 		testHookWatch(w)
 	}
-	// AfterFunc never calls w.fire before it returns: it starts a
+	wp := weak.Make(w)
+	// AfterFunc never calls its func before it returns: it starts a
 	// goroutine for it, also when cc is done already.
-	w.stop = context.AfterFunc(cc, w.fire)
+	w.stop = context.AfterFunc(cc, func() {
+		if w := wp.Value(); w != nil {
+			w.fire()
+		}
+	})
+	cleanup := runtime.AddCleanup(w, func(stop func() bool) { stop() }, w.stop)
+	// w's end (fire, if cc is done already) may have come first: then the
+	// cleanup is not wanted.
+	s.lock()
+	w.cleanup = cleanup
+	ended := w.ended
+	s.mu.Unlock()
+	if ended {
+		cleanup.Stop()
+	}
 	return w
 }
 
@@ -154,17 +181,28 @@ func (set *watchSet) find(key unsafe.Pointer) *parentWatch {
 		}
 		w := set.hot[i]
 		if w == nil {
-			if w = set.w[i].Value(); w == nil {
-				continue
-			}
-			set.hot[i] = w
+			w = set.w[i].Value()
 		}
-		if w.key == key && !w.ended {
+		if w != nil && w.key == key && !w.ended {
+			set.hot[i] = w
 			set.lru = 1 - i
 			return w
 		}
 	}
 	return nil
+}
+
+// sawLocked reports whether key was seen here, and notes it if not. s.mu
+// is held.
+func (set *watchSet) sawLocked(key uintptr) bool {
+	for _, k := range set.seen {
+		if k == key {
+			return true
+		}
+	}
+	set.seen[set.nextSeen] = key
+	set.nextSeen = (set.nextSeen + 1) % watchWays
+	return false
 }
 
 // installLocked puts w in the set, in a free way or else in place of the
@@ -185,9 +223,16 @@ func (set *watchSet) installLocked(w *parentWatch) (drop *parentWatch) {
 			drop = o
 		}
 	}
-	set.w[i], set.key[i], set.hot[i] = weak.Make(w), uintptr(w.key), w
+	set.w[i], set.key[i] = weak.Make(w), uintptr(w.key)
+	if !w.ended {
+		set.hot[i] = w
+	}
 	set.lru = 1 - i
-	set.seen = nil
+	for j := range set.seen {
+		if set.seen[j] == uintptr(w.key) {
+			set.seen[j] = 0
+		}
+	}
 	w.set = set
 	return drop
 }
@@ -262,6 +307,10 @@ func (w *parentWatch) endLocked() {
 	}
 	w.ended = true
 	w.set = nil
+	// Ended, w needs no unregistering when freed (its parent ended, or
+	// the caller unregisters it now); and the cleanup's hold on the
+	// registration would keep the parent one more collection.
+	w.cleanup.Stop()
 }
 
 // A gcSentinel is garbage as soon as it is made, so that its cleanup runs

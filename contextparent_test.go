@@ -319,3 +319,32 @@ func TestParentWatch_EndedParentFreedByNextCollection(t *testing.T) {
 	assert.Nil(t, freed.Value(), "ended parent kept past a collection: the table holds it")
 	runtime.KeepAlive(h)
 }
+
+// Two parents whose keys fall in one set of the table, used in turn, each
+// get a watch: neither's first context makes the other's note of being
+// seen forgotten.
+func TestParentWatch_AlternatingParentsInOneSetShare(t *testing.T) {
+	h, _ := newFake(t, WithShards(1))
+	require.Zero(t, settleWatches(0), "watches of earlier tests left")
+	setOf := func(p context.Context) uint64 {
+		return uint64(uintptr(dataWord(p))) * 0x9E3779B97F4A7C15 >> (64 - 7)
+	}
+	bySet := map[uint64]context.Context{}
+	var a, b context.Context
+	for a == nil {
+		p, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if o, ok := bySet[setOf(p)]; ok {
+			a, b = o, p
+		}
+		bySet[setOf(p)] = p
+	}
+	for range 3 {
+		for _, p := range []context.Context{a, b} {
+			c, cancel := h.WithTimeout(p, time.Hour)
+			c.Done()
+			cancel()
+		}
+	}
+	assert.Equal(t, 2, liveWatches(), "watches for two parents of one set used in turn")
+}
