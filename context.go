@@ -65,13 +65,15 @@ func (h *Hierarchy) WithTimeout(parent context.Context, d time.Duration) (contex
 // package context or one returned by these methods, no goroutine is
 // started per context. The contexts under one parent of package context
 // that wait share one registration with it per shard of h, made by the
-// second of them and kept while the parent lives: each joins and leaves
-// its list with no lock of the parent, so a request whose calls each get a
-// deadline under the request's context pays package context's
-// registration once, not per call. When that parent ends, package context
-// starts one goroutine that ends them all. The registration is held by
-// the parent, not by h: a parent dropped without being cancelled is freed
-// as usual.
+// second of them and kept while it is in use: each joins and leaves its
+// list with no lock of the parent and no allocation, so a request whose
+// calls each get a deadline under the request's context pays package
+// context's registration once, not per call. When that parent ends,
+// package context starts one goroutine that ends them all. Neither h nor
+// the registration keeps the other alive: a parent dropped without being
+// cancelled is freed as usual, and so is a hierarchy dropped while a parent
+// it registered with lives on (the registration is undone once no context
+// has used it since a garbage collection).
 //
 // Cancelling stops the timer and unregisters the context from its parent
 // at once: the hierarchy keeps no reference to a cancelled context.
