@@ -348,3 +348,41 @@ func TestParentWatch_AlternatingParentsInOneSetShare(t *testing.T) {
 	}
 	assert.Equal(t, 2, liveWatches(), "watches for two parents of one set used in turn")
 }
+
+// A watch's array of contexts shrinks as they leave: a parent that once
+// had many waiting keeps no room for them.
+func TestParentWatch_ArrayShrinksAsContextsLeave(t *testing.T) {
+	h, _ := newFake(t, WithShards(1))
+	parent, pcancel := context.WithCancel(context.Background())
+	defer pcancel()
+	var cancels []context.CancelFunc
+	for range 4096 {
+		c, cancel := h.WithTimeout(parent, time.Hour)
+		c.Done()
+		cancels = append(cancels, cancel)
+	}
+	require.Equal(t, 4095, watchedKids(h), "contexts in the watch (the first registered on its own)")
+	var w *parentWatch
+	s := h.shards[0]
+	s.lock()
+	for i := range s.watches {
+		for _, p := range s.watches[i].w {
+			if o := p.Value(); o != nil && !o.ended {
+				w = o
+			}
+		}
+	}
+	s.mu.Unlock()
+	require.NotNil(t, w, "no watch")
+	for _, cancel := range cancels[:len(cancels)-8] {
+		cancel()
+	}
+	s.lock()
+	n, c := len(w.kids), cap(w.kids)
+	s.mu.Unlock()
+	assert.Equal(t, 8, n, "contexts left in the watch")
+	assert.LessOrEqual(t, c, 128, "room kept in the watch's array for contexts that left")
+	for _, cancel := range cancels[len(cancels)-8:] {
+		cancel()
+	}
+}
