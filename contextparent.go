@@ -24,26 +24,28 @@ import (
 // The first context a shard sees under a parent registers on its own, as
 // one that is alone under its parent should (a request with a single
 // deadline): it only notes the parent in the shard's table. The next one
-// under the same parent makes the watch, which stays registered while the
-// parent lives, and serves every later one. A watch whose parent ends
-// calls its contexts' stop, as context.AfterFunc would have for each, and
-// leaves the table. A watch that another parent's takes the place of in
-// the table unregisters once its list is empty, so a parent that lives
-// long never collects more than the watches that are in use.
+// under the same parent makes the watch, which stays registered while it
+// is in use, and serves every later one. A watch whose parent ends calls
+// its contexts' stop, as context.AfterFunc would have for each, and leaves
+// the table. A watch that another parent's takes the place of in the table
+// unregisters once its list is empty, so a parent that lives long never
+// collects more than the watches that are in use.
 //
-// The table holds watches by weak pointer, and a watch is reachable only
-// from its parent (through the registration) and from the contexts in its
-// list (which hold the parent too): the table keeps no parent alive.
+// What holds a watch: the contexts in its list (which hold the parent
+// too), and the table, strongly from its use until the next garbage
+// collection ends and weakly after. The registration holds it weakly, and
+// a watch freed undoes its registration (newParentWatch). So the table
+// keeps no parent alive past a collection, and a parent that lives on
+// keeps no watch, shard or hierarchy alive.
 
 // A parentWatch is the registration of a shard's contexts with one parent
 // of package context. Its fields are guarded by the shard's lock, except
 // those set before it is shared.
 type parentWatch struct {
-	s      *shard
-	parent context.Context // the parent's cancelCtx, registered with
-	key    unsafe.Pointer  // the parent's cancelCtx, as the table's key
-	stop   func() bool     // context.AfterFunc's; set before the watch is shared
-	set    *watchSet       // where the watch is in s's table, or nil once it left it
+	s    *shard
+	key  unsafe.Pointer // the parent's cancelCtx, registered with, as the table's key
+	stop func() bool    // context.AfterFunc's; set before the watch is shared
+	set  *watchSet      // where the watch is in s's table, or nil once it left it
 	// kids are the contexts waiting for the parent, each at its widx: an
 	// array, so that a context joins and leaves with no allocation.
 	kids    []*deadlineCtx
@@ -55,16 +57,22 @@ type parentWatch struct {
 // how many sets a shard's table has: with two ways, parents whose keys
 // fall in one set alternate without evicting each other's watches.
 const (
-	watchWays = 2
-	watchSets = 128
+	watchWays    = 2
+	watchSetBits = 7
+	watchSets    = 1 << watchSetBits
 )
+
+// watchSetOf returns the index of the set of the table for key.
+func watchSetOf(key unsafe.Pointer) uint64 {
+	return uint64(uintptr(key)) * 0x9E3779B97F4A7C15 >> (64 - watchSetBits)
+}
 
 // A watchSet is one set of a shard's table of watches.
 type watchSet struct {
 	w   [watchWays]weak.Pointer[parentWatch]
 	key [watchWays]uintptr // of w's watches, so that find asks only one of them
 	// hot holds w's watches strongly from their use until the next
-	// garbage collection ends (see clearHot): turning a weak pointer
+	// garbage collection ends (see clearHotAfterGC): turning a weak pointer
 	// strong takes a global atomic while the heap is being swept, which
 	// many cores making contexts would contend for. A parent dropped
 	// without being cancelled is so kept one collection longer at most.
@@ -105,7 +113,7 @@ func (c *deadlineCtx) watchSharedLocked(s *shard, cc context.Context) bool {
 		s.watches = new([watchSets]watchSet)
 		clearHotAfterGC(weak.Make(s))
 	}
-	set := &s.watches[uint64(uintptr(key))*0x9E3779B97F4A7C15>>(64-7)]
+	set := &s.watches[watchSetOf(key)]
 	w := set.find(key)
 	var drop *parentWatch // a watch to unregister once s.mu is let go
 	if w == nil {
@@ -147,7 +155,7 @@ func (c *deadlineCtx) watchSharedLocked(s *shard, cc context.Context) bool {
 // context under cc that waits registers on its own again, and the one
 // after makes a new watch.
 func newParentWatch(s *shard, cc context.Context, key unsafe.Pointer) *parentWatch {
-	w := &parentWatch{s: s, parent: cc, key: key}
+	w := &parentWatch{s: s, key: key}
 	if testHookWatch != nil {
 		testHookWatch(w)
 	}

@@ -326,9 +326,7 @@ func TestParentWatch_EndedParentFreedByNextCollection(t *testing.T) {
 func TestParentWatch_AlternatingParentsInOneSetShare(t *testing.T) {
 	h, _ := newFake(t, WithShards(1))
 	require.Zero(t, settleWatches(0), "watches of earlier tests left")
-	setOf := func(p context.Context) uint64 {
-		return uint64(uintptr(dataWord(p))) * 0x9E3779B97F4A7C15 >> (64 - 7)
-	}
+	setOf := func(p context.Context) uint64 { return watchSetOf(dataWord(p)) }
 	bySet := map[uint64]context.Context{}
 	var a, b context.Context
 	for a == nil {
