@@ -82,6 +82,16 @@ func watchedKids(h *Hierarchy) int {
 	return n
 }
 
+// makeWatch makes, waits for and cancels three contexts under parent: the
+// first registers on its own, the second makes a watch, the third finds it.
+func makeWatch(h *Hierarchy, parent context.Context) {
+	for range 3 {
+		c, cancel := h.WithTimeout(parent, time.Hour)
+		c.Done()
+		cancel()
+	}
+}
+
 // The first context under a parent registers on its own, the later ones
 // share a watch; when the parent is cancelled, each is done with its
 // parent's Err and Cause, and so are the standard children of each.
@@ -136,12 +146,7 @@ func TestParentWatch_CancelLeavesTheWatch(t *testing.T) {
 	assert.Zero(t, watchedKids(h), "cancelled context still in the watch")
 	assertEnded(t, ctx, context.Canceled, context.Canceled, "cancelled context")
 	ctx = nil
-	deadline := time.Now().Add(5 * time.Second)
-	for freed.Value() != nil && time.Now().Before(deadline) {
-		runtime.GC()
-		time.Sleep(time.Millisecond)
-	}
-	assert.Nil(t, freed.Value(), "cancelled context not freed: the watch keeps it")
+	assert.True(t, waitFreed(freed), "cancelled context not freed: the watch keeps it")
 }
 
 // The table holds watches weakly: a parent that is dropped without being
@@ -152,20 +157,11 @@ func TestParentWatch_KeepsNoParentAlive(t *testing.T) {
 	const before = 0
 	parent, pcancel := context.WithCancel(context.Background())
 	_ = pcancel // dropped, never called: the parent is garbage once unreachable
-	for range 3 {
-		c, cancel := h.WithTimeout(parent, time.Hour)
-		c.Done()
-		cancel()
-	}
+	makeWatch(h, parent)
 	require.Equal(t, before+1, liveWatches(), "no watch made for the parent")
 	freed := weak.Make((*byte)(dataWord(parent))) // the parent's cancelCtx
 	parent, pcancel = nil, nil
-	deadline := time.Now().Add(5 * time.Second)
-	for freed.Value() != nil && time.Now().Before(deadline) {
-		runtime.GC()
-		time.Sleep(time.Millisecond)
-	}
-	assert.Nil(t, freed.Value(), "dropped parent not freed: the hierarchy keeps it")
+	assert.True(t, waitFreed(freed), "dropped parent not freed: the hierarchy keeps it")
 	runtime.KeepAlive(h)
 }
 
@@ -299,11 +295,7 @@ func TestParentWatch_EndedParentFreedByNextCollection(t *testing.T) {
 	require.Zero(t, settleWatches(0), "watches of earlier tests left")
 	const before = 0
 	parent, pcancel := context.WithCancel(context.Background())
-	for range 3 {
-		c, cancel := h.WithTimeout(parent, time.Hour)
-		c.Done()
-		cancel()
-	}
+	makeWatch(h, parent)
 	require.Equal(t, before+1, liveWatches(), "no watch made for the parent")
 	freed := weak.Make((*byte)(dataWord(parent)))
 	pcancel()
