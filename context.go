@@ -49,13 +49,14 @@ func (h *Hierarchy) WithTimeout(parent context.Context, d time.Duration) (contex
 // no timer armed. Contexts derived from the returned one by the functions
 // of package context report DeadlineExceeded too when its deadline passes.
 //
-// The context holds its timer by value: creating one costs two
-// allocations, one more when Done is first called, and once something
-// waits for the context, one more to register it with its parent (its
-// entry in the parent's list), except for the first context waiting under
-// a given parent of package context, which registers with
-// [context.AfterFunc] (two allocations) as one alone under its parent
-// should. It asks a parent that can be done to tell it of its end only
+// The context holds its timer by value and is its own cancel func:
+// creating one costs one allocation, one more when Done is first called.
+// Once something waits for the context, registering it with its parent
+// costs one more under a context returned by these methods (its entry in
+// the parent's list), none under a parent of package context whose
+// registration it shares (below), and the two of [context.AfterFunc] for
+// the first context that waits under such a parent, as one alone under its
+// parent should, or under a parent of another kind. It asks a parent that can be done to tell it of its end only
 // once something waits for the context (its Done is called, an AfterFunc
 // or a derived context is registered with it); until then Err asks the
 // parent, so a parent's end reaches the context either way, and a context
