@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 	"weak"
 
@@ -375,4 +376,26 @@ func TestParentWatch_ArrayShrinksAsContextsLeave(t *testing.T) {
 	for _, cancel := range cancels[len(cancels)-8:] {
 		cancel()
 	}
+}
+
+// Cancelling the last context armed, one that shares a watch (its timer
+// stopped in the same hold of the lock as it leaves the watch), lets the
+// driver sleep: it does not wake for a deadline no longer armed.
+func TestParentWatch_CancelOfLastContextMeansAsleep(t *testing.T) {
+	inBubble(t, "a driver whose last context, in a watch, is cancelled", func(t *testing.T) {
+		h, clk := startCounting(t)
+		parent, pcancel := context.WithCancel(context.Background())
+		defer pcancel()
+		makeWatch(h, parent)
+		c, cancel := h.WithTimeout(parent, time.Hour)
+		c.Done()
+		require.Equal(t, 1, watchedKids(h), "the context does not share the watch")
+		synctest.Wait()
+		cancel()
+		require.Zero(t, h.Len())
+		before := clk.reads.Load()
+		time.Sleep(2 * time.Hour)
+		synctest.Wait()
+		assert.Equal(t, before, clk.reads.Load(), "the driver woke with nothing armed")
+	})
 }
