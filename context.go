@@ -320,7 +320,7 @@ func canEnd(parent context.Context) bool {
 // costs its parent nothing. watchLocked reports false if the parent is
 // done already. c.mu is held and c is live.
 func (c *deadlineCtx) watchLocked() bool {
-	if st := c.state.Load(); st&ctxWatched == 0 || st>>ctxRegShift&3 != regNone {
+	if c.state.Load()&ctxWatched == 0 || c.reg() != regNone {
 		return true
 	}
 	parent := c.parent
@@ -447,18 +447,17 @@ func (c *deadlineCtx) stop() {
 
 // stopTimerLocked stops c's timer and reports whether it stopped it. A
 // context registered with a parentWatch leaves it in the same hold of the
-// shard's lock (the watch is its timer's shard's), and its registration
-// is then undone: c.up is nil. c.mu is held and c is armed.
+// shard's lock, and its registration is then undone: c.up is nil. The
+// watch is its timer's shard's (watchLocked registers c with the watch of
+// c.t.sh), and c's timer, never re-armed, never moves. c.mu is held and c
+// is armed.
 func (c *deadlineCtx) stopTimerLocked() bool {
 	if c.reg() != regWatch {
 		return c.t.Stop()
 	}
 	w := (*parentWatch)(c.up)
-	s, _ := c.t.lockShard()
-	if s != w.s {
-		s.mu.Unlock()
-		return c.t.Stop()
-	}
+	s := w.s
+	s.lock()
 	stopped := c.t.stopLocked(s)
 	emptied := stopped && s.count == 0
 	drop := w.removeLocked(c)
