@@ -112,7 +112,24 @@ const (
 	// parent that c.up holds (regNone until watchLocked registers c, with
 	// mu held, once).
 	ctxRegShift = 7
+	// ctxKids is set, with mu held and c live (see claimLocked), before
+	// c's first kid is linked (a func of AfterFunc's, a context of this
+	// package under c): from then on c ends with mu held, so that its end
+	// takes the whole list. Until then c ends without mu, with a
+	// compare-and-swap of its state (see stop).
+	ctxKids = 1 << 9
 )
+
+// How a context ends. Its phase leaves ctxLive once, by a compare-and-swap
+// of the state word that finds it live: whoever makes it has ended the
+// context, and does what the end leaves to do (see ended) as the state it
+// replaced tells. So what else may come to depend on the end, a Done
+// channel or a registration with the parent, is set up first, under mu,
+// and then published by a compare-and-swap that adds its bit (ctxDone,
+// the kind at ctxRegShift) to a live state (see publishLocked): an end
+// then sees the bit and the field it tells of; or the publishing finds
+// the context ended, and undoes what it set up. The kids list, which
+// changes after it is set up, is read by an end with mu held.
 
 // A deadlineCtx is the context of WithDeadline and WithTimeout: one
 // allocation holding its timer and everything else (a deadlineCtxAt when
@@ -132,7 +149,7 @@ type deadlineCtx struct {
 	t      Timer // armed with the deadline, when the deadline is the context's own; t.f is c.stop
 	parent context.Context
 
-	mu sync.Mutex // guards done, the registration with the parent, and the kids list
+	mu sync.Mutex // serializes setting up done and the registration with the parent (see publishLocked); guards the kids list
 	// state holds a ctx constant (its phase), which leaves ctxLive once,
 	// with mu held, just before done is closed; the bit ctxDone; the
 	// flags set when c is made; and the kind of c's registration. Its
@@ -165,11 +182,31 @@ func (c *deadlineCtx) reg() uint32 {
 	return c.state.Load() >> ctxRegShift & 3
 }
 
-// setRegLocked records c's registration with its parent, up of kind k.
-// c.mu is held.
+// setRegLocked records c's registration with its parent, up of kind k,
+// made by the caller; if c has ended meanwhile, by an end that did not
+// see it, setRegLocked undoes it. c.mu is held, and no lock that undoing
+// takes: a parent's of this package, or the shard's of a watch.
 func (c *deadlineCtx) setRegLocked(up unsafe.Pointer, k uint32) {
 	c.up = up
-	c.state.Or(k << ctxRegShift)
+	if !c.publishLocked(k << ctxRegShift) {
+		c.unregister(k<<ctxRegShift, false)
+	}
+}
+
+// publishLocked adds bits to c's state if c is live, and reports whether
+// it did: if not, c has ended without seeing what they tell of. c.mu is
+// held, so the only change to the state another goroutine can make
+// meanwhile is an end by stop (see ctxKids).
+func (c *deadlineCtx) publishLocked(bits uint32) bool {
+	for {
+		st := c.state.Load()
+		if st&ctxPhase != ctxLive {
+			return false
+		}
+		if c.state.CompareAndSwap(st, st|bits) {
+			return true
+		}
+	}
 }
 
 // An upNode is a context's entry in the kids of its parent p, a
@@ -292,7 +329,7 @@ func (h *Hierarchy) withDeadline(method string, parent context.Context, at time.
 	// c is new: no other goroutine can see it before it is returned or
 	// armed, so a plain store does (arm's lock publishes it).
 	*(*uint32)(unsafe.Pointer(&c.state)) = flags | st
-	c.t.f = c.stopFunc()
+	c.setStopFunc()
 	if st != ctxLive {
 		c.t.Init(h, c.t.f) // String reads h from it
 		return c, c.t.f
@@ -333,14 +370,15 @@ func (c *deadlineCtx) watchLocked() bool {
 		return false
 	default:
 	}
-	if p, ok := parent.Value(deadlineCtxKey{}).(*deadlineCtx); ok && p.Done() == done {
-		// parent wraps a deadlineCtx without changing when it is done.
-		return c.linkUpLocked(p)
-	}
-	if s := c.t.sh.Load(); s != nil {
-		if cc, ok := stdCancelCtx(parent, done); ok && c.watchSharedLocked(s, cc) {
+	if cc, ok := stdCancelCtx(parent, done); ok {
+		// parent is, or wraps, a cancelCtx of package context that is done
+		// when it is (and so no deadlineCtx, whose Done is its own).
+		if s := c.t.sh.Load(); s != nil && c.watchSharedLocked(s, cc) {
 			return true
 		}
+	} else if p, ok := parent.Value(deadlineCtxKey{}).(*deadlineCtx); ok && p.Done() == done {
+		// parent wraps a deadlineCtx without changing when it is done.
+		return c.linkUpLocked(p)
 	}
 	// A context of package context, or another kind: context.AfterFunc
 	// registers c.stop among parent's children when parent is one of
@@ -358,8 +396,8 @@ func (c *deadlineCtx) watchLocked() bool {
 // then its parent's), and has p watch its own parent first.
 func (c *deadlineCtx) linkUpLocked(p *deadlineCtx) bool {
 	p.mu.Lock()
-	if p.phase() == ctxLive && !p.watchLocked() {
-		p.finishLocked(ctxParent)
+	if p.claimLocked() && !p.watchLocked() {
+		p.finishLocked(ctxParent, false)
 		return false
 	}
 	if p.phase() != ctxLive {
@@ -368,8 +406,8 @@ func (c *deadlineCtx) linkUpLocked(p *deadlineCtx) bool {
 	}
 	n := &upNode{afterNode: afterNode{f: c.t.f}, p: p}
 	p.linkLocked(&n.afterNode)
-	c.setRegLocked(unsafe.Pointer(n), regNode)
 	p.mu.Unlock()
+	c.setRegLocked(unsafe.Pointer(n), regNode)
 	return true
 }
 
@@ -399,114 +437,172 @@ var stopFM = func() uintptr {
 	return uintptr(words[0])
 }()
 
-// stopFunc returns c.stop as a func value with no allocation of its own.
-// A method value c.stop is a pointer to a closure of two words, the code
-// of the method value (stopFM, which calls stop with the receiver it
-// finds in the second word) and c; c starts with those two words (fm and
-// self), so a pointer to c is that func value. This saves one allocation
-// per context, a sixth of what making and cancelling one costs. stopFM
-// checks the layout once; if a compiler lays method values out otherwise,
-// stopFunc returns the ordinary method value.
-func (c *deadlineCtx) stopFunc() func() {
+// setStopFunc makes c.stop c.t.f, as a func value with no allocation of
+// its own. A method value c.stop is a pointer to a closure of two words,
+// the code of the method value (stopFM, which calls stop with the receiver
+// it finds in the second word) and c; c starts with those two words (fm
+// and self), so a pointer to c is that func value. This saves one
+// allocation per context, a sixth of what making and cancelling one costs.
+// stopFM checks the layout once; if a compiler lays method values out
+// otherwise, c.t.f is the ordinary method value.
+//
+// Both words that point to c are stored without a write barrier: a
+// pointer from c to c itself makes nothing reachable that was not, and c,
+// on the caller's stack, is marked by this collection if one is running
+// (allocated during it, or found on the stack). That spares two of the
+// write barriers that making a context costs while the garbage collector
+// marks, which is much of the time when contexts are made at a high rate.
+func (c *deadlineCtx) setStopFunc() {
 	if stopFM == 0 {
-		return c.stop
+		c.t.f = c.stop
+		return
 	}
-	c.fm, c.self = stopFM, c
-	p := unsafe.Pointer(c)
-	return *(*func())(unsafe.Pointer(&p))
+	p := uintptr(unsafe.Pointer(c))
+	c.fm = stopFM
+	*(*uintptr)(unsafe.Pointer(&c.self)) = p
+	*(*uintptr)(unsafe.Pointer(&c.t.f)) = p
 }
 
 // stop is c.t.f: the callback of c's timer, the CancelFunc returned to
 // the caller, and what c's parent calls once it is done. Which of them
-// calls it tells from the state under c.mu: a parent that is done comes
-// first (package context propagates a parent's end before its children's
-// own cancel); otherwise, if c's timer was armed and Stop cannot stop it,
-// it has fired (or started to: its callback is this call, or waits for
-// c.mu), so the deadline passed; otherwise the call is cancel's.
+// calls it tells from the state: a parent that is done comes first
+// (package context propagates a parent's end before its children's own
+// cancel); otherwise, if c's timer was armed and Stop cannot stop it, it
+// has fired (or started to: its callback is this call, or comes to one),
+// so the deadline passed; otherwise the call is cancel's. A context that
+// nothing waits for (no Done, no kids, no registration: ctxSlow clear)
+// ends with one compare-and-swap of its state, without c.mu (endFast);
+// any other with c.mu held.
 func (c *deadlineCtx) stop() {
-	if c.phase() != ctxLive {
+	st := c.state.Load()
+	if st&ctxPhase != ctxLive {
 		return
 	}
-	// Ask the parent before taking c.mu: a parent of this package that
-	// learns here that its own parent is done ends, and calls its kids,
-	// c among them.
-	parentDone := c.state.Load()&ctxWatched != 0 && c.parent.Err() != nil
+	// Ask the parent before anything else: a parent of this package that
+	// learns here that its own parent is done ends, and calls its kids, c
+	// among them.
+	end, left := uint32(ctxParent), false
+	if st&ctxWatched == 0 || c.parent.Err() == nil {
+		end = ctxCanceled
+		if st&ctxArmed != 0 {
+			// A parent's end is recorded before it stops the timer (see
+			// ended), and so is the end of a timer that fired (this call,
+			// or one that its firing makes): if the timer can neither be
+			// stopped nor is firing, another end stopped it and is
+			// recording itself, and cancel's is as true as it.
+			var stopped, firing bool
+			stopped, firing, left = c.stopTimer(st)
+			if !stopped && firing {
+				end = ctxExpired
+			}
+		}
+	}
+	for st&ctxKids == 0 {
+		if c.state.CompareAndSwap(st, st|end) {
+			c.ended(st, end, left)
+			return
+		}
+		// Another goroutine ended c, or published something of it.
+		st = c.state.Load()
+		if st&ctxPhase != ctxLive {
+			return
+		}
+	}
 	c.mu.Lock()
-	if c.phase() != ctxLive {
-		c.mu.Unlock()
-		return
-	}
-	st := uint32(ctxCanceled)
-	if parentDone {
-		st = ctxParent
-	} else if c.state.Load()&ctxArmed != 0 && !c.stopTimerLocked() {
-		st = ctxExpired
-	}
-	c.finishLocked(st)
+	c.finishLocked(end, left)
 }
 
-// stopTimerLocked stops c's timer and reports whether it stopped it. A
-// context registered with a parentWatch leaves it in the same hold of the
-// shard's lock, and its registration is then undone: c.up is nil. The
-// watch is its timer's shard's (watchLocked registers c with the watch of
-// c.t.sh), and c's timer, never re-armed, never moves. c.mu is held and c
-// is armed.
-func (c *deadlineCtx) stopTimerLocked() bool {
-	if c.reg() != regWatch {
-		return c.t.Stop()
+// claimLocked sets ctxKids in c's state, unless c is done, and reports
+// whether c is live: from then on c ends with c.mu held, and the caller
+// may link a kid. c.mu is held.
+func (c *deadlineCtx) claimLocked() bool {
+	if c.state.Load()&ctxKids != 0 {
+		return c.phase() == ctxLive // no end but with c.mu held
 	}
-	w := (*parentWatch)(c.up)
-	s := w.s
-	s.lock()
-	stopped := c.t.stopLocked(s)
+	return c.publishLocked(ctxKids)
+}
+
+// stopTimer stops c's armed timer, and reports whether it did; if it did
+// not, whether the timer's callback is running (so the deadline passed).
+// A context registered with a parentWatch in st leaves it in the same hold
+// of the shard's lock (left). The watch is its timer's shard's
+// (watchLocked registers c with the watch of c.t.sh), and c's timer,
+// never re-armed, never moves.
+func (c *deadlineCtx) stopTimer(st uint32) (stopped, firing, left bool) {
+	s, _ := c.t.lockShard()
+	stopped = c.t.stopLocked(s)
+	firing = !stopped && s.current == &c.t
 	emptied := stopped && s.count == 0
-	drop := w.removeLocked(c)
-	c.up = nil
+	drop := false
+	if st>>ctxRegShift&3 == regWatch {
+		drop, left = (*parentWatch)(c.up).removeLocked(c), true
+	}
 	s.mu.Unlock()
 	if drop {
-		w.stop()
+		(*parentWatch)(c.up).stop()
 	}
 	if emptied {
-		s.h.idle()
+		s.h.idle() // perhaps nothing is armed: the driver need not wake
 	}
-	return stopped
+	return stopped, firing, left
 }
 
-// finishLocked ends c in state st: it closes Done, unlocks c.mu, stops
-// c's timer (for ctxParent; stop has for the others), unregisters c from
-// its parent, and calls the funcs of c's kids, on this goroutine. c.mu is
-// held and c is live.
-func (c *deadlineCtx) finishLocked(st uint32) {
-	if st == ctxParent && c.state.Load()&ctxArmed != 0 {
-		c.t.Stop()
-	}
-	// The state first: Done closes once Err reports the end, never
-	// before (Err waits for the close, which follows at once).
-	if c.state.Or(st)&ctxDone != 0 {
-		close(c.done)
+// finishLocked ends c with end, unless it has ended: it records the end,
+// unlocks c.mu, and does what the end leaves to do (ended), then calls
+// the funcs of c's kids on this goroutine. left tells whether c has left
+// its watch. c.mu is held.
+func (c *deadlineCtx) finishLocked(end uint32, left bool) {
+	st := c.state.Load()
+	for {
+		if st&ctxPhase != ctxLive {
+			c.mu.Unlock()
+			return
+		}
+		if c.state.CompareAndSwap(st, st|end) {
+			break
+		}
+		st = c.state.Load()
 	}
 	kids := c.kids
-	c.kids = nil
-	c.mu.Unlock()
-
-	// A parent that is done has dropped c already.
-	if st != ctxParent {
-		c.unregister()
+	if kids != nil {
+		c.kids = nil // a store the write barrier may cost: not when nil
 	}
+	c.mu.Unlock()
+	c.ended(st, end, left)
 	// The list is c's alone now: unlink and AfterFunc see c done and leave
 	// it alone.
 	callNodes(kids)
 }
 
-// unregister undoes c's registration with its parent, if any. c is done,
-// so the fields it reads no longer change.
-func (c *deadlineCtx) unregister() {
-	switch c.reg() {
+// ended does what c's end, end recorded over the state st, leaves to do
+// but for its kids: stop the timer if the parent ended c (after the end
+// is recorded, see stop), close Done, undo the registration with the
+// parent (a parent that is done has dropped c already). left tells
+// whether c has left its watch.
+func (c *deadlineCtx) ended(st, end uint32, left bool) {
+	if end == ctxParent && st&ctxArmed != 0 {
+		c.t.Stop()
+	}
+	// The state first: Done closes once Err reports the end, never
+	// before (Err waits for the close, which follows at once).
+	if st&ctxDone != 0 {
+		close(c.done)
+	}
+	if end != ctxParent {
+		c.unregister(st, left)
+	}
+}
+
+// unregister undoes c's registration with its parent that st tells of,
+// if any, unless it is a watch that c has left. The fields it reads were
+// set before st was.
+func (c *deadlineCtx) unregister(st uint32, left bool) {
+	switch st >> ctxRegShift & 3 {
 	case regNode:
 		n := (*upNode)(c.up)
 		n.p.unlink(&n.afterNode)
 	case regWatch:
-		if c.up != nil { // else stopTimerLocked has
+		if !left {
 			(*parentWatch)(c.up).remove(c)
 		}
 	case regFunc:
@@ -599,17 +695,22 @@ func (c *deadlineCtx) Done() <-chan struct{} {
 		return c.done
 	}
 	if c.phase() == ctxLive && !c.watchLocked() {
-		c.finishLocked(ctxParent)
+		c.finishLocked(ctxParent, false)
 		c.mu.Lock()
 	}
-	d := closedchan
 	if c.phase() == ctxLive {
-		d = make(chan struct{})
+		d := make(chan struct{})
+		c.done = d
+		if c.publishLocked(ctxDone) {
+			c.mu.Unlock()
+			return d // c's end will close it
+		}
+		// c ended meanwhile, and its end did not see d.
 	}
-	c.done = d
-	c.state.Or(ctxDone)
+	c.done = closedchan
+	c.state.Or(ctxDone) // c is done: nothing else changes its state
 	c.mu.Unlock()
-	return d
+	return closedchan
 }
 
 // Err returns nil while the context is live; then
@@ -668,8 +769,8 @@ func (c *deadlineCtx) Value(key any) any {
 // goroutine of its own.
 func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
 	c.mu.Lock()
-	if c.phase() == ctxLive && !c.watchLocked() {
-		c.finishLocked(ctxParent)
+	if c.claimLocked() && !c.watchLocked() {
+		c.finishLocked(ctxParent, false)
 		c.mu.Lock()
 	}
 	if c.phase() != ctxLive {

@@ -19,6 +19,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -1076,4 +1077,227 @@ func TestWithTimeout_DeadlineSameAfterEnd(t *testing.T) {
 			cancel()
 		}
 	}
+}
+
+// raceRounds runs round n times, each time with its goroutines released
+// together, under a watchdog that names what hung.
+func raceRounds(t *testing.T, n int, what string, round func(i int, start <-chan struct{}, wg *sync.WaitGroup)) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range n {
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			round(i, start, &wg)
+			close(start)
+			wg.Wait()
+		}
+	}()
+	watchdog(t, 30*time.Second, what, done)
+}
+
+// TestWithTimeout_ConcurrentCancelsReportCanceled: cancels racing each
+// other (and Err) end a context whose deadline is far off with Canceled:
+// the one whose Stop finds the timer stopped by the other does not take
+// that for the deadline having passed. Both with Done called and not, so
+// both ways of ending (with and without the context's lock) race.
+func TestWithTimeout_ConcurrentCancelsReportCanceled(t *testing.T) {
+	h, err := New()
+	require.NoError(t, err)
+	parent, cancelParent := context.WithCancel(context.Background())
+	defer cancelParent()
+	var wrong atomic.Int32
+	raceRounds(t, 3000, "racing cancels", func(i int, start <-chan struct{}, wg *sync.WaitGroup) {
+		p := context.Background()
+		if i%3 == 1 {
+			p = parent
+		}
+		ctx, cancel := h.WithTimeout(p, time.Hour)
+		if i%2 == 1 {
+			ctx.Done()
+		}
+		for range 3 {
+			wg.Go(func() {
+				<-start
+				cancel()
+				if ctx.Err() != context.Canceled {
+					wrong.Add(1)
+				}
+			})
+		}
+	})
+	assert.Zero(t, wrong.Load(), "racing cancels reported an error other than Canceled")
+	assert.Zero(t, h.Len(), "timers left armed")
+}
+
+// TestWithTimeout_DoneRacingCancelIsClosed: a Done channel made while
+// another goroutine cancels is closed once both are through, and nothing
+// stays registered with the parent: with no parent to register with, a
+// standard one, one of this package, and a custom one with AfterFunc.
+func TestWithTimeout_DoneRacingCancelIsClosed(t *testing.T) {
+	h, err := New()
+	require.NoError(t, err)
+	std, cancelStd := context.WithCancel(context.Background())
+	defer cancelStd()
+	ours, cancelOurs := h.WithTimeout(context.Background(), time.Hour)
+	defer cancelOurs()
+	custom := &customCtx{done: make(chan struct{})}
+	parents := []context.Context{context.Background(), std, ours, custom}
+	var ctxs []context.Context
+	var chans []<-chan struct{}
+	var mu sync.Mutex
+	raceRounds(t, 4000, "Done racing cancel", func(i int, start <-chan struct{}, wg *sync.WaitGroup) {
+		ctx, cancel := h.WithTimeout(parents[i%len(parents)], time.Hour)
+		wg.Go(func() {
+			<-start
+			d := ctx.Done()
+			mu.Lock()
+			ctxs, chans = append(ctxs, ctx), append(chans, d)
+			mu.Unlock()
+		})
+		wg.Go(func() {
+			<-start
+			cancel()
+		})
+	})
+	for i, d := range chans {
+		select {
+		case <-d:
+		default:
+			t.Fatalf("context %d (parent %T): Done not closed after cancel returned", i, parents[i%len(parents)])
+		}
+		require.Equal(t, context.Canceled, ctxs[i].Err())
+	}
+	assert.Zero(t, kids(ours), "contexts left among the kids of a parent of this package")
+	assert.Zero(t, custom.registered(), "contexts left registered with a custom parent")
+	assert.Equal(t, 1, h.Len(), "timers left armed besides the parent of this package's")
+	// A standard parent's children map is not visible; the shared watches
+	// are: none holds a context.
+	for _, s := range h.shards {
+		s.lock()
+		if s.watches != nil {
+			for i := range s.watches {
+				for _, w := range s.watches[i].hot {
+					if w != nil {
+						assert.Empty(t, w.kids, "contexts left in a watch of a standard parent")
+					}
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// TestWithTimeout_AfterFuncRacingCancelRunsOnce: a func registered while
+// another goroutine cancels runs exactly once, and its stop reports
+// whether it prevented that.
+func TestWithTimeout_AfterFuncRacingCancelRunsOnce(t *testing.T) {
+	h, err := New()
+	require.NoError(t, err)
+	const n = 3000
+	var runs [n]atomic.Int32
+	var stopped [n]bool
+	raceRounds(t, n, "AfterFunc racing cancel", func(i int, start <-chan struct{}, wg *sync.WaitGroup) {
+		ctx, cancel := h.WithTimeout(context.Background(), time.Hour)
+		wg.Go(func() {
+			<-start
+			stop := ctx.(*deadlineCtx).AfterFunc(func() { runs[i].Add(1) })
+			if i%2 == 0 {
+				stopped[i] = stop()
+			}
+		})
+		wg.Go(func() {
+			<-start
+			cancel()
+		})
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for i := range n {
+		want := int32(1)
+		if stopped[i] {
+			want = 0
+		}
+		for runs[i].Load() != want && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond) // a func of a context done already runs in a goroutine
+		}
+		require.Equal(t, want, runs[i].Load(), "func %d: runs (its stop reported %v)", i, stopped[i])
+	}
+}
+
+// TestWithTimeout_FiringRacingCancelAndParent: the deadline firing on
+// another goroutine's Advance, a cancel and the parent's end race; the
+// context ends once, with the error of one of them, never
+// DeadlineExceeded before the Advance that reaches the deadline starts,
+// and always DeadlineExceeded when that Advance ended before the others
+// began.
+func TestWithTimeout_FiringRacingCancelAndParent(t *testing.T) {
+	mock := clock.NewMock()
+	h, err := New(WithClock(mock), WithTick(time.Millisecond))
+	require.NoError(t, err)
+	var wrong atomic.Int32
+	var mu sync.Mutex
+	var errs []string
+	note := func(format string, args ...any) {
+		wrong.Add(1)
+		mu.Lock()
+		if len(errs) < 5 {
+			errs = append(errs, fmt.Sprintf(format, args...))
+		}
+		mu.Unlock()
+	}
+	raceRounds(t, 3000, "deadline, cancel and parent end racing", func(i int, start <-chan struct{}, wg *sync.WaitGroup) {
+		parent, cancelParent := context.WithCancelCause(context.Background())
+		ctx, cancel := h.WithTimeout(parent, time.Millisecond)
+		if i%2 == 1 {
+			ctx.Done()
+		}
+		// In one round of four, the Advance ends before the others start.
+		var advanced atomic.Bool
+		advance := func() {
+			mock.Add(time.Millisecond)
+			h.Advance()
+			advanced.Store(true)
+		}
+		if i%4 == 3 {
+			advance()
+		} else {
+			wg.Go(func() {
+				<-start
+				advance()
+			})
+		}
+		cause := errors.New("parent ended")
+		dl, _ := ctx.Deadline()
+		wg.Go(func() {
+			<-start
+			before := advanced.Load()
+			if i%3 == 0 {
+				cancelParent(cause)
+			} else {
+				cancel()
+			}
+			err := ctx.Err()
+			switch {
+			case err == nil:
+				note("round %d: Err nil after the end", i)
+			case before && err != context.DeadlineExceeded:
+				note("round %d: Err %v, though the deadline fired first", i, err)
+			}
+		})
+		wg.Go(func() {
+			<-start
+			<-ctx.Done()
+			if ctx.Err() == context.DeadlineExceeded && mock.Now().Before(dl) {
+				note("round %d: DeadlineExceeded before the deadline", i)
+			}
+		})
+		wg.Go(func() {
+			<-start
+			cancelParent(cause)
+			cancel()
+		})
+	})
+	assert.Zero(t, wrong.Load(), "%v", errs)
+	assert.Zero(t, h.Len(), "timers left armed")
 }

@@ -135,11 +135,13 @@ func (c *deadlineCtx) watchSharedLocked(s *shard, cc context.Context) bool {
 	if linked {
 		c.widx = uint32(len(w.kids))
 		w.kids = append(w.kids, c)
-		c.setRegLocked(unsafe.Pointer(w), regWatch)
 	}
 	s.mu.Unlock()
 	if drop != nil {
 		drop.stop()
+	}
+	if linked {
+		c.setRegLocked(unsafe.Pointer(w), regWatch) // which may take s.mu to undo it
 	}
 	return linked
 }
@@ -280,8 +282,8 @@ func (w *parentWatch) remove(c *deadlineCtx) {
 // removeLocked is remove with s.mu held, but for unregistering: it
 // reports whether the caller is to call w.stop once s.mu is let go.
 func (w *parentWatch) removeLocked(c *deadlineCtx) (drop bool) {
-	if w.ended {
-		return false
+	if w.ended || int(c.widx) >= len(w.kids) || w.kids[c.widx] != c {
+		return false // fire took c, or c left already (two ends of c race)
 	}
 	last := len(w.kids) - 1
 	m := w.kids[last] // moves into c's place
