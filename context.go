@@ -151,9 +151,10 @@ type deadlineCtx struct {
 
 	mu sync.Mutex // serializes setting up done and the registration with the parent (see publishLocked); guards the kids list
 	// state holds a ctx constant (its phase), which leaves ctxLive once,
-	// with mu held, just before done is closed; the bit ctxDone; the
-	// flags set when c is made; and the kind of c's registration. Its
-	// writers after c is made hold mu.
+	// by a compare-and-swap, before done is closed (see "How a context
+	// ends"); the bits ctxDone and ctxKids; the flags set when c is made;
+	// and the kind of c's registration. After c is made, its writers but
+	// an end without mu (stop, while ctxKids is clear) hold mu.
 	state atomic.Uint32
 	// widx is c's index in the kids of the parentWatch it is registered
 	// with, if it is (regWatch). Guarded by that watch's shard's lock.
