@@ -468,12 +468,11 @@ func (c *deadlineCtx) setStopFunc() {
 // the caller, and what c's parent calls once it is done. Which of them
 // calls it tells from the state: a parent that is done comes first
 // (package context propagates a parent's end before its children's own
-// cancel); otherwise, if c's timer was armed and Stop cannot stop it, it
-// has fired (or started to: its callback is this call, or comes to one),
-// so the deadline passed; otherwise the call is cancel's. A context that
-// nothing waits for (no Done, no kids, no registration: ctxSlow clear)
-// ends with one compare-and-swap of its state, without c.mu (endFast);
-// any other with c.mu held.
+// cancel); otherwise, if c's timer was armed and its callback is running
+// (Stop cannot stop it, see stopTimer), the deadline passed; otherwise the
+// call is cancel's. A context with no kids (ctxKids clear) ends with one
+// compare-and-swap of its state, without c.mu; one with kids with c.mu
+// held, so that the end takes the whole list.
 func (c *deadlineCtx) stop() {
 	st := c.state.Load()
 	if st&ctxPhase != ctxLive {
