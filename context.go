@@ -136,13 +136,13 @@ const (
 // the deadline is not the timer's), and which is also t.f, the single
 // func value that serves as the timer's callback, as the CancelFunc
 // returned to the caller, and as the func its parent calls when it is done
-// (see stop and stopFunc). Err and Cause are not stored: they follow from
+// (see stop and setStopFunc). Err and Cause are not stored: they follow from
 // the state and the parent. The fields fill the 128-byte size class: what
 // only some contexts need (the entry among a parent's kids, a deadline
 // that is not the timer's) is allocated when needed.
 type deadlineCtx struct {
 	// fm and self make c a func value of its own, that calls c.stop: see
-	// stopFunc. Set when c is made, and not changed after.
+	// setStopFunc. Set when c is made, and not changed after.
 	fm   uintptr
 	self *deadlineCtx
 
@@ -427,7 +427,7 @@ func parentErr(parent context.Context) error {
 }
 
 // stopFM is the code of the method value c.stop (its closure's first
-// word), or 0 if method values are not laid out as stopFunc expects.
+// word), or 0 if method values are not laid out as setStopFunc expects.
 var stopFM = func() uintptr {
 	probe := new(deadlineCtx)
 	f := probe.stop
