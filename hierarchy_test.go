@@ -550,10 +550,11 @@ func (c *countingClock) Since(t time.Time) time.Duration { c.reads.Add(1); retur
 func (c *countingClock) Now() time.Time                  { c.reads.Add(1); return c.Clock.Now() }
 
 // startCounting starts, inside a synctest bubble, a hierarchy on the real
-// (bubble) clock that counts its clock reads; it stops when the test ends.
-func startCounting(t *testing.T) (*Hierarchy, *countingClock) {
+// (bubble) clock that counts its clock reads, with opts besides; it stops
+// when the test ends.
+func startCounting(t *testing.T, opts ...Option) (*Hierarchy, *countingClock) {
 	clk := &countingClock{Clock: clock.New()}
-	h, err := New(WithClock(clk))
+	h, err := New(append([]Option{WithClock(clk)}, opts...)...)
 	require.NoError(t, err)
 	h.Start()
 	t.Cleanup(h.Stop)
