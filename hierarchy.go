@@ -107,6 +107,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+	"weak"
 
 	"github.com/benbjohnson/clock"
 )
@@ -135,10 +136,13 @@ type Hierarchy struct {
 	lazyTicks int64
 
 	shards []*shard
-	tokens sync.Pool    // of *shard: a hint of the current processor's shard
-	rr     atomic.Int64 // hands out shards to new tokens, round robin
+	// perP names each processor's shard, by its id modulo len(perP): a
+	// hint (see pickShard), dealt round robin from shard rr, again after
+	// each garbage collection (see deal and dealAfterGC).
+	perP []atomic.Pointer[shard]
+	rr   atomic.Int64
 	// Set by tests only: pick chooses the shard of a new timer (and of a
-	// moving one, see moveAlways) instead of the processor's token;
+	// moving one, see moveAlways) instead of the processor's hint;
 	// betweenBatches runs between two batches of a cascade, with the
 	// shard's lock released; batch is the cascade's batch size.
 	pick           func() *shard
@@ -155,7 +159,7 @@ type Hierarchy struct {
 	idleW atomic.Pointer[idleWheel]
 
 	// The fields above are read by every operation and written only by
-	// New (tokens: by the pool, per processor); those below are written
+	// New (perP's entries: by deal and prefer, seldom); those below are written
 	// as the hierarchy runs. Keep them off each other's cache lines.
 	_ [64]byte
 
@@ -208,15 +212,19 @@ func New(opts ...Option) (*Hierarchy, error) {
 	for i := range c.shards {
 		h.shards = append(h.shards, newShard(h, i, c.slots))
 	}
-	h.tokens.New = func() any {
-		return h.shards[int(h.rr.Add(1)-1)%len(h.shards)]
+	if len(h.shards) > 1 {
+		h.perP = make([]atomic.Pointer[shard], max(runtime.GOMAXPROCS(0), len(h.shards)))
+		h.deal()
+		dealAfterGC(weak.Make(h))
 	}
 	return h, nil
 }
 
-// pickShard returns the shard for a new timer: the one the current
-// processor's token names. sync.Pool keeps a per-processor cache, so
-// goroutines on one core keep using one shard and cores rarely share one.
+// pickShard returns the shard for a new timer: the one perP names for the
+// current processor. Goroutines on one core so keep using one shard, and
+// cores share one only when there are fewer shards than processors, or
+// after prefer moved one (until the next deal). Reading the processor's
+// id and its entry costs no shared write, and no write barrier.
 func (h *Hierarchy) pickShard() *shard {
 	if len(h.shards) == 1 {
 		return h.shards[0]
@@ -224,10 +232,48 @@ func (h *Hierarchy) pickShard() *shard {
 	if h.pick != nil {
 		return h.pick()
 	}
-	s := h.tokens.Get().(*shard)
-	h.tokens.Put(s)
-	return s
+	return h.perP[procID()%len(h.perP)].Load()
 }
+
+// deal names a shard for each processor, round robin, starting one shard
+// further on each time: each processor moves on to the next shard.
+func (h *Hierarchy) deal() {
+	start := int(h.rr.Add(1) - 1)
+	for i := range h.perP {
+		h.perP[i].Store(h.shards[(start+i)%len(h.shards)])
+	}
+}
+
+// dealAfterGC deals the processors' shards again once the next garbage
+// collection ends, and after each one, for as long as h lives: so that
+// processors that came to share a shard, or a shard that one processor's
+// goroutines filled, part again, as they did when a sync.Pool held the
+// hints.
+func dealAfterGC(wh weak.Pointer[Hierarchy]) {
+	runtime.AddCleanup(new(gcSentinel), func(wh weak.Pointer[Hierarchy]) {
+		if h := wh.Value(); h != nil {
+			h.deal()
+			dealAfterGC(wh)
+		}
+	}, wh)
+}
+
+// procID returns the id of the processor the caller runs on (it may move
+// at once after: a hint).
+func procID() int {
+	id := runtime_procPin()
+	runtime_procUnpin()
+	return id
+}
+
+// The runtime keeps procPin and procUnpin for packages that link to them
+// by name (see runtime/proc.go): sync.Pool is built on them.
+//
+//go:linkname runtime_procPin runtime.procPin
+func runtime_procPin() int
+
+//go:linkname runtime_procUnpin runtime.procUnpin
+func runtime_procUnpin()
 
 // lockAnyShard locks and returns a shard other than s whose lock is free,
 // or, if every lock is held, waits for s's.
@@ -243,16 +289,15 @@ func (h *Hierarchy) lockAnyShard(s *shard) *shard {
 	return s
 }
 
-// prefer makes s the current processor's shard from now on. The tokens
-// are handed out round robin, and a processor can end up with the shard
-// of another (the pool drops tokens at garbage collections): then they
-// meet on its lock, and the one that finds it held moves on.
+// prefer makes s the current processor's shard from now on (until the
+// next deal). Processors can come to share a shard (more of them than
+// shards, GOMAXPROCS raised after New, an earlier prefer): then they meet
+// on its lock, and the one that finds it held moves on.
 func (h *Hierarchy) prefer(s *shard) {
 	if h.pick != nil {
 		return
 	}
-	h.tokens.Get() // this processor's token, most likely
-	h.tokens.Put(s)
+	h.perP[procID()%len(h.perP)].Store(s)
 }
 
 // mustBeMade panics with a clear message for a zero Hierarchy.

@@ -89,12 +89,13 @@ func rvWatchdog(t *testing.T, d time.Duration, what string) (done func()) {
 	return func() { once.Do(func() { close(ch) }) }
 }
 
-// rotateShard makes the next arming on this processor likely go to another
-// shard: the hierarchy hands out shard tokens through a sync.Pool, which two
-// garbage collections empty.
+// rotateShard makes the next arming on this processor often go to another
+// shard: the hierarchy deals each processor the next shard after a garbage
+// collection (on the goroutine that runs cleanups, soon after it: about
+// half the time before the next arming, in a run of this test).
 func rotateShard() {
 	runtime.GC()
-	runtime.GC()
+	runtime.Gosched()
 }
 
 // ---------------------------------------------------------------------------

@@ -337,11 +337,13 @@ func TestMutants_DriverRearmsAfterMockMovedBeforeArming(t *testing.T) {
 // land in different shards.
 func TestMutants_NewShardTokensRoundRobin(t *testing.T) {
 	h, _ := newFake(t, WithShards(4))
+	h.perP = make([]atomic.Pointer[shard], 8)
+	h.deal()
 	seen := map[int]int{}
-	for range 8 {
-		seen[h.tokens.New().(*shard).idx]++
+	for i := range h.perP {
+		seen[h.perP[i].Load().idx]++
 	}
-	assert.Equal(t, map[int]int{0: 2, 1: 2, 2: 2, 3: 2}, seen, "new tokens name the shards in turn")
+	assert.Equal(t, map[int]int{0: 2, 1: 2, 2: 2, 3: 2}, seen, "processors are dealt the shards in turn")
 }
 
 // TestMutants_NewTimerAvoidsHeldShard: arming a new timer while its

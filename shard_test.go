@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -498,6 +499,50 @@ func TestShards_Default(t *testing.T) {
 		_, err := New(WithShards(n))
 		assert.ErrorIs(t, err, ErrInvalidConfig, fmt.Sprint(n))
 	}
+}
+
+// Each processor has a shard from New on, dealt round robin, so that with
+// a shard per processor no two share one; after a garbage collection the
+// shards are dealt again, each processor moving on to the next, and the
+// mapping stays one-to-one.
+func TestShards_DealtToProcessorsAndAgainAfterCollection(t *testing.T) {
+	h, err := New(WithShards(3))
+	require.NoError(t, err)
+	require.Len(t, h.perP, max(runtime.GOMAXPROCS(0), 3))
+	mapping := func() []int {
+		var m []int
+		for i := range h.perP {
+			m = append(m, h.perP[i].Load().idx)
+		}
+		return m
+	}
+	first := mapping()
+	for i, idx := range first {
+		assert.Equal(t, (first[0]+i)%3, idx, "processor %d's shard, dealt at New: %v", i, first)
+	}
+	runtime.GC()
+	var next []int
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if next = mapping(); !slices.Equal(next, first) {
+			break
+		}
+		runtime.GC()
+	}
+	require.NotEqual(t, first, next, "no deal after garbage collections")
+	for i, idx := range next {
+		assert.Equal(t, (next[0]+i)%3, idx, "processor %d's shard, dealt again: %v", i, next)
+	}
+	assert.Same(t, h.perP[procID()%len(h.perP)].Load(), h.pickShard(), "pickShard is not the processor's entry")
+}
+
+// The deal after each collection holds its hierarchy weakly: a hierarchy
+// dropped is freed, and its deals end.
+func TestShards_DealingKeepsNoHierarchyAlive(t *testing.T) {
+	h, err := New(WithShards(2))
+	require.NoError(t, err)
+	freed := weak.Make(h)
+	h = nil
+	assert.True(t, waitFreed(freed), "a dropped hierarchy is kept alive by its deals")
 }
 
 // TestTimer_DeadlineBeforeFirstArming: a timer bound by Init and never
