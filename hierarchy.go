@@ -102,6 +102,7 @@ package timingwheel
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -136,7 +137,8 @@ type Hierarchy struct {
 	lazyTicks int64
 
 	shards []*shard
-	// perP names each processor's shard, by its id modulo len(perP): a
+	// perP names each processor's shard, by its id modulo len(perP) (a
+	// power of two, at least GOMAXPROCS and the shards at New): a
 	// hint (see pickShard), dealt round robin from shard rr, again after
 	// each garbage collection (see deal and dealAfterGC).
 	perP []atomic.Pointer[shard]
@@ -213,7 +215,8 @@ func New(opts ...Option) (*Hierarchy, error) {
 		h.shards = append(h.shards, newShard(h, i, c.slots))
 	}
 	if len(h.shards) > 1 {
-		h.perP = make([]atomic.Pointer[shard], max(runtime.GOMAXPROCS(0), len(h.shards)))
+		// A power of two, so that pickShard masks the processor's id.
+		h.perP = make([]atomic.Pointer[shard], 1<<bits.Len(uint(max(runtime.GOMAXPROCS(0), len(h.shards))-1)))
 		h.deal()
 		dealAfterGC(weak.Make(h))
 	}
@@ -232,7 +235,7 @@ func (h *Hierarchy) pickShard() *shard {
 	if h.pick != nil {
 		return h.pick()
 	}
-	return h.perP[procID()%len(h.perP)].Load()
+	return h.perP[procID()&(len(h.perP)-1)].Load()
 }
 
 // deal names a shard for each processor, round robin, starting one shard
@@ -297,7 +300,7 @@ func (h *Hierarchy) prefer(s *shard) {
 	if h.pick != nil {
 		return
 	}
-	h.perP[procID()%len(h.perP)].Store(s)
+	h.perP[procID()&(len(h.perP)-1)].Store(s)
 }
 
 // mustBeMade panics with a clear message for a zero Hierarchy.
@@ -356,7 +359,7 @@ func (h *Hierarchy) arm(t *Timer, w int64) *Timer {
 	d := h.dueTick(w)
 	s.count++
 	s.stats.armed++
-	s.armLocked(t, d)
+	s.armNewLocked(t, d)
 	s.mu.Unlock()
 	h.wakeFor(d)
 	return t

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // A shard is one complete set of wheels with its own lock. A Hierarchy has
@@ -132,6 +133,20 @@ func (s *shard) armLocked(t *Timer, d int64) {
 	s.placeLocked(t, d)
 }
 
+// armNewLocked is armLocked for a timer that no other goroutine can see
+// yet (new, and s.mu not let go since it was made): in the common case,
+// a slot ahead of now outside a firing, it records the tick with a plain
+// store (an atomic one is a full fence on amd64), which s.mu's release
+// publishes. s.mu must be held.
+func (s *shard) armNewLocked(t *Timer, d int64) {
+	if d < s.now.Load() || s.advancing && d <= max(s.now.Load(), s.h.frontier.Load()) {
+		s.armLocked(t, d)
+		return
+	}
+	*(*int64)(unsafe.Pointer(&t.filed)) = d
+	s.slotLocked(t, d)
+}
+
 // placeLocked files t under due tick d: on the late list if d is before
 // now, otherwise in the slot of the lowest level whose current revolution
 // contains d. s.mu must be held.
@@ -141,6 +156,13 @@ func (s *shard) placeLocked(t *Timer, d int64) {
 		return
 	}
 	t.filed.Store(d)
+	s.slotLocked(t, d)
+}
+
+// slotLocked links t, whose filed is d, no earlier than now, in the slot
+// of the lowest level whose current revolution contains d. s.mu must be
+// held.
+func (s *shard) slotLocked(t *Timer, d int64) {
 	i := 0
 	for d > s.levels[i].last {
 		i++

@@ -508,7 +508,8 @@ func TestShards_Default(t *testing.T) {
 func TestShards_DealtToProcessorsAndAgainAfterCollection(t *testing.T) {
 	h, err := New(WithShards(3))
 	require.NoError(t, err)
-	require.Len(t, h.perP, max(runtime.GOMAXPROCS(0), 3))
+	n := len(h.perP)
+	require.True(t, n >= max(runtime.GOMAXPROCS(0), 3) && n&(n-1) == 0, "%d entries for %d processors and 3 shards", n, runtime.GOMAXPROCS(0))
 	mapping := func() []int {
 		var m []int
 		for i := range h.perP {
@@ -532,7 +533,7 @@ func TestShards_DealtToProcessorsAndAgainAfterCollection(t *testing.T) {
 	for i, idx := range next {
 		assert.Equal(t, (next[0]+i)%3, idx, "processor %d's shard, dealt again: %v", i, next)
 	}
-	assert.Same(t, h.perP[procID()%len(h.perP)].Load(), h.pickShard(), "pickShard is not the processor's entry")
+	assert.Same(t, h.perP[procID()&(n-1)].Load(), h.pickShard(), "pickShard is not the processor's entry")
 }
 
 // The deal after each collection holds its hierarchy weakly: a hierarchy
