@@ -332,10 +332,10 @@ func TestMutants_DriverRearmsAfterMockMovedBeforeArming(t *testing.T) {
 	}
 }
 
-// TestMutants_NewShardTokensRoundRobin: the shard tokens handed to
-// processors go round the shards, so that timers made on different cores
+// TestMutants_ShardsDealtRoundRobin: the shards dealt to the
+// processors go round in turn, so that timers made on different cores
 // land in different shards.
-func TestMutants_NewShardTokensRoundRobin(t *testing.T) {
+func TestMutants_ShardsDealtRoundRobin(t *testing.T) {
 	h, _ := newFake(t, WithShards(4))
 	h.perP = make([]atomic.Pointer[shard], 8)
 	h.deal()

@@ -521,19 +521,33 @@ func TestShards_DealtToProcessorsAndAgainAfterCollection(t *testing.T) {
 	for i, idx := range first {
 		assert.Equal(t, (first[0]+i)%3, idx, "processor %d's shard, dealt at New: %v", i, first)
 	}
-	runtime.GC()
-	var next []int
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if next = mapping(); !slices.Equal(next, first) {
+	// Each collection's deal arranges for the next one's: two in a row.
+	prev := first
+	for round := range 2 {
+		runtime.GC()
+		var next []int
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if next = mapping(); !slices.Equal(next, prev) {
+				break
+			}
+			runtime.GC()
+		}
+		require.NotEqual(t, prev, next, "no deal after garbage collections, round %d", round)
+		for i, idx := range next {
+			assert.Equal(t, (next[0]+i)%3, idx, "processor %d's shard, dealt again: %v", i, next)
+		}
+		prev = next
+	}
+	// The goroutine may move to another processor between the two reads:
+	// one of a few tries sees them agree.
+	agreed := false
+	for range 100 {
+		if h.perP[procID()&(n-1)].Load() == h.pickShard() {
+			agreed = true
 			break
 		}
-		runtime.GC()
 	}
-	require.NotEqual(t, first, next, "no deal after garbage collections")
-	for i, idx := range next {
-		assert.Equal(t, (next[0]+i)%3, idx, "processor %d's shard, dealt again: %v", i, next)
-	}
-	assert.Same(t, h.perP[procID()&(n-1)].Load(), h.pickShard(), "pickShard is not the processor's entry")
+	assert.True(t, agreed, "pickShard is not the processor's entry")
 }
 
 // The deal after each collection holds its hierarchy weakly: a hierarchy
