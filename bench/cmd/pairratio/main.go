@@ -54,32 +54,29 @@ func main() {
 
 // pair reads benchmark lines from r and returns the cases in the order
 // first seen and, per case, other's value ÷ base's for each round in
-// which both ran (a round is one value of each, in either order).
+// which both ran: the k-th value of one is paired with the k-th of the
+// other, whether the two alternate (one round at a time) or come in runs
+// (-count n runs each sub-benchmark n times in a row).
 func pair(r io.Reader, base, other, metric string) ([]string, map[string][]float64, error) {
 	var cases []string
 	ratios := map[string][]float64{}
-	pending := map[string]map[string]float64{} // case -> impl -> value not yet paired
+	queued := map[string]map[string][]float64{} // case -> impl -> values not yet paired
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		c, impl, v, ok := parse(sc.Text(), metric)
 		if !ok || (impl != base && impl != other) {
 			continue
 		}
-		p := pending[c]
-		if p == nil {
-			p = map[string]float64{}
-			pending[c] = p
-			if _, seen := ratios[c]; !seen {
-				cases = append(cases, c)
-				ratios[c] = nil
-			}
+		q := queued[c]
+		if q == nil {
+			q = map[string][]float64{}
+			queued[c] = q
+			cases = append(cases, c)
 		}
-		p[impl] = v
-		if b, ok := p[base]; ok {
-			if o, ok := p[other]; ok {
-				ratios[c] = append(ratios[c], o/b)
-				delete(pending, c)
-			}
+		q[impl] = append(q[impl], v)
+		if len(q[base]) > 0 && len(q[other]) > 0 {
+			ratios[c] = append(ratios[c], q[other][0]/q[base][0])
+			q[base], q[other] = q[base][1:], q[other][1:]
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -96,8 +93,14 @@ func parse(line, metric string) (c, impl string, v float64, ok bool) {
 	if len(fields) < 4 || !strings.HasPrefix(fields[0], "Benchmark") {
 		return "", "", 0, false
 	}
+	name, procs := fields[0], ""
+	if i := strings.LastIndexByte(name, '-'); i > 0 {
+		if _, err := strconv.Atoi(name[i+1:]); err == nil {
+			name, procs = name[:i], name[i:] // the GOMAXPROCS suffix
+		}
+	}
 	var parts []string
-	for _, el := range strings.Split(fields[0], "/") {
+	for _, el := range strings.Split(name, "/") {
 		if s, found := strings.CutPrefix(el, "impl="); found {
 			impl = s
 			continue
@@ -113,7 +116,7 @@ func parse(line, metric string) (c, impl string, v float64, ok bool) {
 			if err != nil {
 				return "", "", 0, false
 			}
-			return strings.TrimPrefix(strings.Join(parts, "/"), "Benchmark"), impl, x, true
+			return strings.TrimPrefix(strings.Join(parts, "/"), "Benchmark") + procs, impl, x, true
 		}
 	}
 	return "", "", 0, false

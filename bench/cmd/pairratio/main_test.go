@@ -32,4 +32,14 @@ PASS
 	if got := ratios["W/parent=a/n=1-2"]; len(got) != 2 || got[0] != 2 || got[1] != 2 {
 		t.Fatalf("cpu ratios %v, want [2 2]", got)
 	}
+	// -count 2: each implementation's runs in a row.
+	runs := `BenchmarkW/impl=wheel-2 	 1	 100.0 ns/op
+BenchmarkW/impl=wheel-2 	 1	 200.0 ns/op
+BenchmarkW/impl=context-2 	 1	 300.0 ns/op
+BenchmarkW/impl=context-2 	 1	 800.0 ns/op
+`
+	_, ratios, _ = pair(strings.NewReader(runs), "wheel", "context", "ns/op")
+	if got := ratios["W-2"]; len(got) != 2 || got[0] != 3 || got[1] != 4 {
+		t.Fatalf("ratios of runs %v, want [3 4]", got)
+	}
 }
