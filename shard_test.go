@@ -517,25 +517,30 @@ func TestShards_DealtToProcessorsAndAgainAfterCollection(t *testing.T) {
 		}
 		return m
 	}
-	first := mapping()
-	for i, idx := range first {
-		assert.Equal(t, (first[0]+i)%3, idx, "processor %d's shard, dealt at New: %v", i, first)
+	roundRobin := func(m []int) bool {
+		for i, idx := range m {
+			if idx != (m[0]+i)%3 {
+				return false
+			}
+		}
+		return true
 	}
+	first := mapping()
+	require.True(t, roundRobin(first), "the shards dealt at New: %v", first)
 	// Each collection's deal arranges for the next one's: two in a row.
+	// A deal runs on the cleanups' goroutine, and a mapping read while it
+	// runs is part old, part new: the next read sees it whole.
 	prev := first
 	for round := range 2 {
 		runtime.GC()
 		var next []int
 		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			if next = mapping(); !slices.Equal(next, prev) {
+			if next = mapping(); !slices.Equal(next, prev) && roundRobin(next) {
 				break
 			}
 			runtime.GC()
 		}
-		require.NotEqual(t, prev, next, "no deal after garbage collections, round %d", round)
-		for i, idx := range next {
-			assert.Equal(t, (next[0]+i)%3, idx, "processor %d's shard, dealt again: %v", i, next)
-		}
+		require.True(t, !slices.Equal(next, prev) && roundRobin(next), "no deal after garbage collections, round %d: %v, then %v", round, prev, next)
 		prev = next
 	}
 	// The goroutine may move to another processor between the two reads:
