@@ -398,7 +398,7 @@ func (c *deadlineCtx) watchLocked() bool {
 func (c *deadlineCtx) linkUpLocked(p *deadlineCtx) bool {
 	p.mu.Lock()
 	if p.claimLocked() && !p.watchLocked() {
-		p.finishLocked(ctxParent, false)
+		p.endByParentLocked()
 		return false
 	}
 	if p.phase() != ctxLive {
@@ -485,17 +485,22 @@ func (c *deadlineCtx) stop() {
 	if st&ctxWatched == 0 || c.parent.Err() == nil {
 		end = ctxCanceled
 		if st&ctxArmed != 0 {
-			// A parent's end is recorded before it stops the timer (see
-			// ended), and so is the end of a timer that fired (this call,
-			// or one that its firing makes): if the timer can neither be
-			// stopped nor is firing, another end stopped it and is
-			// recording itself, and cancel's is as true as it.
+			// A timer that fired has its end recorded by its callback
+			// (this call, or one that its firing makes), and a parent's
+			// end stops the timer before it records itself: if the timer
+			// can neither be stopped nor is firing, another end stopped
+			// it and is recording itself, and cancel's is as true as it.
 			var stopped, firing bool
 			stopped, firing, left = c.stopTimer(st)
 			if !stopped && firing {
 				end = ctxExpired
 			}
 		}
+	} else if st&ctxArmed != 0 {
+		// The parent's end stops the timer (and leaves the watch) before
+		// it is recorded, so that an end that finds c ended, as a cancel
+		// racing the parent's goroutine may, finds its timer stopped.
+		_, _, left = c.stopTimer(st)
 	}
 	for st&ctxKids == 0 {
 		if c.state.CompareAndSwap(st, st|end) {
@@ -574,15 +579,24 @@ func (c *deadlineCtx) finishLocked(end uint32, left bool) {
 	callNodes(kids)
 }
 
-// ended does what c's end, end recorded over the state st, leaves to do
-// but for its kids: stop the timer if the parent ended c (after the end
-// is recorded, see stop), close Done, undo the registration with the
-// parent (a parent that is done has dropped c already). left tells
-// whether c has left its watch.
-func (c *deadlineCtx) ended(st, end uint32, left bool) {
-	if end == ctxParent && st&ctxArmed != 0 {
+// endByParentLocked ends c, whose parent is done: it stops c's timer
+// first, so that an end that finds c ended finds its timer stopped (see
+// stop), then records the end as finishLocked does. c.mu is held; c has
+// no registration with the parent (it found the parent done while making
+// one).
+func (c *deadlineCtx) endByParentLocked() {
+	if c.state.Load()&ctxArmed != 0 {
 		c.t.Stop()
 	}
+	c.finishLocked(ctxParent, false)
+}
+
+// ended does what c's end, end recorded over the state st, leaves to do
+// but for its kids and its timer (stopped before a parent's end is
+// recorded, see stop): close Done, undo the registration with the parent
+// (a parent that is done has dropped c already). left tells whether c has
+// left its watch.
+func (c *deadlineCtx) ended(st, end uint32, left bool) {
 	// The state first: Done closes once Err reports the end, never
 	// before (Err waits for the close, which follows at once).
 	if st&ctxDone != 0 {
@@ -695,7 +709,7 @@ func (c *deadlineCtx) Done() <-chan struct{} {
 		return c.done
 	}
 	if c.phase() == ctxLive && !c.watchLocked() {
-		c.finishLocked(ctxParent, false)
+		c.endByParentLocked()
 		c.mu.Lock()
 	}
 	if c.phase() == ctxLive {
@@ -770,7 +784,7 @@ func (c *deadlineCtx) Value(key any) any {
 func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
 	c.mu.Lock()
 	if c.claimLocked() && !c.watchLocked() {
-		c.finishLocked(ctxParent, false)
+		c.endByParentLocked()
 		c.mu.Lock()
 	}
 	if c.phase() != ctxLive {

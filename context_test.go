@@ -1230,7 +1230,8 @@ func TestWithTimeout_AfterFuncRacingCancelRunsOnce(t *testing.T) {
 // context ends once, with the error of one of them, never
 // DeadlineExceeded before the Advance that reaches the deadline starts,
 // and always DeadlineExceeded when that Advance ended before the others
-// began.
+// began (both goroutines that end the context: one that began earlier may
+// have ended it before the deadline fired).
 func TestWithTimeout_FiringRacingCancelAndParent(t *testing.T) {
 	mock := clock.NewMock()
 	h, err := New(WithClock(mock), WithTick(time.Millisecond))
@@ -1269,6 +1270,16 @@ func TestWithTimeout_FiringRacingCancelAndParent(t *testing.T) {
 		}
 		cause := errors.New("parent ended")
 		dl, _ := ctx.Deadline()
+		// The other goroutine that ends the context records whether it
+		// began after the Advance ended (late) or before (early); the one
+		// below, if it finds that goroutine not begun, marks it late: it
+		// will begin after the Advance, which has ended.
+		const (
+			notBegun = iota
+			late
+			early
+		)
+		var other atomic.Int32
 		wg.Go(func() {
 			<-start
 			before := advanced.Load()
@@ -1278,10 +1289,11 @@ func TestWithTimeout_FiringRacingCancelAndParent(t *testing.T) {
 				cancel()
 			}
 			err := ctx.Err()
+			first := before && (other.CompareAndSwap(notBegun, late) || other.Load() == late)
 			switch {
 			case err == nil:
 				note("round %d: Err nil after the end", i)
-			case before && err != context.DeadlineExceeded:
+			case first && err != context.DeadlineExceeded:
 				note("round %d: Err %v, though the deadline fired first", i, err)
 			}
 		})
@@ -1294,10 +1306,56 @@ func TestWithTimeout_FiringRacingCancelAndParent(t *testing.T) {
 		})
 		wg.Go(func() {
 			<-start
+			began := int32(early)
+			if advanced.Load() {
+				began = late
+			}
+			other.CompareAndSwap(notBegun, began)
 			cancelParent(cause)
 			cancel()
 		})
 	})
 	assert.Zero(t, wrong.Load(), "%v", errs)
 	assert.Zero(t, h.Len(), "timers left armed")
+}
+
+// TestWithTimeout_CancelRacingParentEndLeavesNoTimer: a cancel that races
+// the end of a standard parent (delivered by package context's goroutine)
+// returns with the context's timer stopped and the context out of its
+// watch, whichever end wins: cancel stops the timer at once even when it
+// finds the context ended by the parent's goroutine, mid-way. Under one
+// parent a context registers on its own, under another it shares a watch.
+func TestWithTimeout_CancelRacingParentEndLeavesNoTimer(t *testing.T) {
+	h, err := New(WithShards(1))
+	require.NoError(t, err)
+	var armed, watched, wrong atomic.Int32
+	raceRounds(t, 3000, "a cancel racing its parent's end", func(i int, start <-chan struct{}, wg *sync.WaitGroup) {
+		parent, pcancel := context.WithCancel(context.Background())
+		if i%2 == 1 {
+			makeWatch(h, parent)
+		}
+		ctx, cancel := h.WithTimeout(parent, time.Hour)
+		ctx.Done()
+		wg.Go(func() {
+			<-start
+			pcancel()
+		})
+		wg.Go(func() {
+			<-start
+			runtime.Gosched()
+			cancel()
+			if h.Len() != 0 {
+				armed.Add(1)
+			}
+			if watchedKids(h) != 0 {
+				watched.Add(1)
+			}
+			if err := ctx.Err(); err != context.Canceled {
+				wrong.Add(1)
+			}
+		})
+	})
+	assert.Zero(t, armed.Load(), "rounds whose cancel returned with the context's timer armed")
+	assert.Zero(t, watched.Load(), "rounds whose cancel returned with the context in its watch")
+	assert.Zero(t, wrong.Load(), "rounds that ended with an Err other than Canceled")
 }
