@@ -120,27 +120,32 @@ func (s *shard) yieldLocked() {
 	s.lock()
 }
 
+// lateForLocked reports whether a timer armed now for tick d goes on the
+// late list: d is before now, or armed by a callback (or beside one) for a
+// tick already being fired, which waits for the next Advance, so that a
+// callback that re-arms itself for "now" cannot keep one Advance from
+// returning, and the order of one Advance holds. s.mu must be held.
+func (s *shard) lateForLocked(d int64) bool {
+	return d < s.now.Load() || s.advancing && d <= max(s.now.Load(), s.h.frontier.Load())
+}
+
 // armLocked files t, newly (re-)armed and due at tick d. s.mu must be held.
 func (s *shard) armLocked(t *Timer, d int64) {
-	if s.advancing && d <= max(s.now.Load(), s.h.frontier.Load()) {
-		// Armed by a callback (or beside one) for a tick already being
-		// fired: keep it for the next Advance, so that a callback that
-		// re-arms itself for "now" cannot keep one Advance from returning,
-		// and the order of one Advance holds.
+	if s.lateForLocked(d) {
 		s.fileLateLocked(t, d)
 		return
 	}
-	s.placeLocked(t, d)
+	t.filed.Store(d)
+	s.slotLocked(t, d)
 }
 
 // armNewLocked is armLocked for a timer that no other goroutine can see
-// yet (new, and s.mu not let go since it was made): in the common case,
-// a slot ahead of now outside a firing, it records the tick with a plain
-// store (an atomic one is a full fence on amd64), which s.mu's release
-// publishes. s.mu must be held.
+// yet (new, and s.mu not let go since it was made): in a slot, it records
+// the tick with a plain store (an atomic one is a full fence on amd64),
+// which s.mu's release publishes. s.mu must be held.
 func (s *shard) armNewLocked(t *Timer, d int64) {
-	if d < s.now.Load() || s.advancing && d <= max(s.now.Load(), s.h.frontier.Load()) {
-		s.armLocked(t, d)
+	if s.lateForLocked(d) {
+		s.fileLateLocked(t, d)
 		return
 	}
 	*(*int64)(unsafe.Pointer(&t.filed)) = d
