@@ -310,3 +310,29 @@ func (t *Timer) resetTo(a arming) bool {
 	s.h.wakeFor(d)
 	return armed
 }
+
+// The layers above the core (idle conns, request deadlines, Timeouts) use
+// these, not the Timer's fields.
+
+// home returns the shard t belongs to now, or nil for a zero Timer. It may
+// change while t is unarmed; lockShard is the way to hold it.
+func (t *Timer) home() *shard { return t.sh.Load() }
+
+// initOnShard is Init for a timer that must stay on shard s: its callback
+// works on state kept per shard. t is left unarmed.
+func (t *Timer) initOnShard(s *shard, f func()) *Timer {
+	t.Init(s.h, f)
+	t.sh.Store(s)
+	return t
+}
+
+// armAt re-arms t for the deadline ns (since the origin) on its own shard,
+// without moving it to the current processor's: for timers bound to a
+// shard by initOnShard. It reports whether t was armed, as Reset does.
+func (t *Timer) armAt(ns int64) bool {
+	return t.resetTo(arming{v: ns})
+}
+
+// deadlineNs returns the deadline t was last armed with, in ns since the
+// origin, without taking the shard's lock.
+func (t *Timer) deadlineNs() int64 { return t.when.Load() }
