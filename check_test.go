@@ -74,10 +74,10 @@ func (g *idleGroup) check(h *Hierarchy, idx int) error {
 		if b.key != key || b.g != g || b.head.home != sentinelHome {
 			return fmt.Errorf("bucket %v: filed under another key, group or head", key)
 		}
-		b.t.sh.Load().lock()
+		b.t.home().lock()
 		armed := b.t.armedLocked()
-		b.t.sh.Load().mu.Unlock()
-		if b.t.sh.Load() != g.sh || !armed {
+		b.t.home().mu.Unlock()
+		if b.t.home() != g.sh || !armed {
 			return fmt.Errorf("bucket %v: its timer is not armed in the group's shard", key)
 		}
 		if b.head.next == &b.head {
@@ -129,7 +129,7 @@ func (sh *shard) check() error {
 			if x == nil || x.next == nil || x.next.prev != x {
 				return errors.New("broken links")
 			}
-			if x.sh.Load() != sh || x.f == nil {
+			if x.home() != sh || x.f == nil {
 				return errors.New("foreign node")
 			}
 			f := x.filed.Load()

@@ -338,7 +338,7 @@ func (h *Hierarchy) withDeadline(method string, parent context.Context, at time.
 	if own {
 		// c.t is new, and so is c: arm files it as AtFunc does a new
 		// Timer, with a single look-up of the processor's shard.
-		h.arm(&c.t, w)
+		h.arm(&c.t, w, 0)
 	}
 	return c, c.t.f
 }
@@ -374,7 +374,7 @@ func (c *deadlineCtx) watchLocked() bool {
 	if cc, ok := stdCancelCtx(parent, done); ok {
 		// parent is, or wraps, a cancelCtx of package context that is done
 		// when it is (and so no deadlineCtx, whose Done is its own).
-		if s := c.t.sh.Load(); s != nil && c.watchSharedLocked(s, cc) {
+		if s := c.t.home(); s != nil && c.watchSharedLocked(s, cc) {
 			return true
 		}
 	} else if p, ok := parent.Value(deadlineCtxKey{}).(*deadlineCtx); ok && p.Done() == done {
@@ -691,7 +691,7 @@ func (c *deadlineCtx) Deadline() (deadline time.Time, ok bool) {
 	// The timer's deadline: arm stored it before c was returned, and
 	// nothing changes it after, as c's timer is never re-armed. Read
 	// without the shard's lock, which Timer.Deadline would wait for.
-	return c.t.sh.Load().h.origin.Add(time.Duration(c.t.when.Load())), true
+	return c.t.home().h.origin.Add(time.Duration(c.t.when.Load())), true
 }
 
 // Done returns a channel that is closed when the context is done. The
@@ -810,7 +810,7 @@ func (c *deadlineCtx) String() string {
 		return name + ".WithCancel"
 	}
 	dl, _ := c.Deadline()
-	return name + ".WithDeadline(" + dl.String() + " [" + dl.Sub(c.t.sh.Load().h.Now()).String() + "])"
+	return name + ".WithDeadline(" + dl.String() + " [" + dl.Sub(c.t.home().h.Now()).String() + "])"
 }
 
 // contextName names a context as package context does: by its String

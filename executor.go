@@ -33,7 +33,7 @@ func (t *Timer) InitOn(h *Hierarchy, exec func(run func()), f func()) *Timer {
 		}
 	}
 	t.Init(h, func() { exec(run) })
-	t.mode = modeExec
+	t.b.Store(&t.b.Load().s.onExec[0])
 	return t
 }
 
@@ -42,11 +42,12 @@ func (t *Timer) InitOn(h *Hierarchy, exec func(run func()), f func()) *Timer {
 // fired, or the run was taken already.
 func (t *Timer) runOn() bool {
 	s, _ := t.lockShard()
-	if t.mode&modePending == 0 {
+	b := t.b.Load()
+	if !b.pending {
 		s.mu.Unlock()
 		return false
 	}
-	t.mode &^= modePending
+	t.b.Store(b.flip)
 	emptied := false
 	if t.filed.Load() == unarmed { // a one-shot run: the arming ends here
 		s.hops--

@@ -102,13 +102,10 @@ package timingwheel
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
-	"weak"
 
 	"github.com/benbjohnson/clock"
 )
@@ -137,12 +134,11 @@ type Hierarchy struct {
 	lazyTicks int64
 
 	shards []*shard
-	// perP names each processor's shard, by its id modulo len(perP) (a
-	// power of two, at least GOMAXPROCS and the shards at New): a
-	// hint (see pickShard), dealt round robin from shard rr, again after
-	// each garbage collection (see deal and dealAfterGC).
-	perP []atomic.Pointer[shard]
-	rr   atomic.Int64
+	// hints holds *shard: the shard whose timers the current processor
+	// arms (see pickShard). sync.Pool keeps an item per processor; new ones
+	// are dealt round robin from rr.
+	hints sync.Pool
+	rr    atomic.Int64
 	// Set by tests only: pick chooses the shard of a new timer (and of a
 	// moving one, see moveAlways) instead of the processor's hint;
 	// betweenBatches runs between two batches of a cascade, with the
@@ -161,7 +157,7 @@ type Hierarchy struct {
 	idleW atomic.Pointer[idleWheel]
 
 	// The fields above are read by every operation and written only by
-	// New (perP's entries: by deal and prefer, seldom); those below are written
+	// New; those below are written
 	// as the hierarchy runs. Keep them off each other's cache lines.
 	_ [64]byte
 
@@ -214,20 +210,18 @@ func New(opts ...Option) (*Hierarchy, error) {
 	for i := range c.shards {
 		h.shards = append(h.shards, newShard(h, i, c.slots))
 	}
-	if len(h.shards) > 1 {
-		// A power of two, so that pickShard masks the processor's id.
-		h.perP = make([]atomic.Pointer[shard], 1<<bits.Len(uint(max(runtime.GOMAXPROCS(0), len(h.shards))-1)))
-		h.deal()
-		dealAfterGC(weak.Make(h))
+	h.hints.New = func() any {
+		return h.shards[int(uint64(h.rr.Add(1)-1)%uint64(len(h.shards)))]
 	}
 	return h, nil
 }
 
-// pickShard returns the shard for a new timer: the one perP names for the
-// current processor. Goroutines on one core so keep using one shard, and
-// cores share one only when there are fewer shards than processors, or
-// after prefer moved one (until the next deal). Reading the processor's
-// id and its entry costs no shared write, and no write barrier.
+// pickShard returns the shard for a new timer: the current processor's.
+// sync.Pool keeps one item per processor, so goroutines on one core keep
+// using one shard, and cores share one only when there are fewer shards
+// than processors, or after prefer moved one. The pool drops its items at
+// garbage collections, and the processors are dealt shards afresh: those
+// that came to share one part again.
 func (h *Hierarchy) pickShard() *shard {
 	if len(h.shards) == 1 {
 		return h.shards[0]
@@ -235,48 +229,10 @@ func (h *Hierarchy) pickShard() *shard {
 	if h.pick != nil {
 		return h.pick()
 	}
-	return h.perP[procID()&(len(h.perP)-1)].Load()
+	s := h.hints.Get().(*shard)
+	h.hints.Put(s)
+	return s
 }
-
-// deal names a shard for each processor, round robin, starting one shard
-// further on each time: each processor moves on to the next shard.
-func (h *Hierarchy) deal() {
-	start := int(h.rr.Add(1) - 1)
-	for i := range h.perP {
-		h.perP[i].Store(h.shards[(start+i)%len(h.shards)])
-	}
-}
-
-// dealAfterGC deals the processors' shards again once the next garbage
-// collection ends, and after each one, for as long as h lives: so that
-// processors that came to share a shard, or a shard that one processor's
-// goroutines filled, part again, as they did when a sync.Pool held the
-// hints.
-func dealAfterGC(wh weak.Pointer[Hierarchy]) {
-	runtime.AddCleanup(new(gcSentinel), func(wh weak.Pointer[Hierarchy]) {
-		if h := wh.Value(); h != nil {
-			h.deal()
-			dealAfterGC(wh)
-		}
-	}, wh)
-}
-
-// procID returns the id of the processor the caller runs on (it may move
-// at once after: a hint).
-func procID() int {
-	id := runtime_procPin()
-	runtime_procUnpin()
-	return id
-}
-
-// The runtime keeps procPin and procUnpin for packages that link to them
-// by name (see runtime/proc.go): sync.Pool is built on them.
-//
-//go:linkname runtime_procPin runtime.procPin
-func runtime_procPin() int
-
-//go:linkname runtime_procUnpin runtime.procUnpin
-func runtime_procUnpin()
 
 // lockAnyShard locks and returns a shard other than s whose lock is free,
 // or, if every lock is held, waits for s's.
@@ -293,14 +249,15 @@ func (h *Hierarchy) lockAnyShard(s *shard) *shard {
 }
 
 // prefer makes s the current processor's shard from now on (until the
-// next deal). Processors can come to share a shard (more of them than
+// pool drops it). Processors can come to share a shard (more of them than
 // shards, GOMAXPROCS raised after New, an earlier prefer): then they meet
 // on its lock, and the one that finds it held moves on.
 func (h *Hierarchy) prefer(s *shard) {
 	if h.pick != nil {
 		return
 	}
-	h.perP[procID()&(len(h.perP)-1)].Store(s)
+	h.hints.Get() // most likely this processor's
+	h.hints.Put(s)
 }
 
 // mustBeMade panics with a clear message for a zero Hierarchy.
@@ -326,7 +283,7 @@ func (h *Hierarchy) AfterFunc(d time.Duration, f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: AfterFunc called with a nil func")
 	}
-	return h.arm(&Timer{f: f}, h.after(d))
+	return h.arm(&Timer{f: f}, h.after(d), 0)
 }
 
 // AtFunc arms a timer that calls f once the clock reaches deadline, rounded
@@ -340,26 +297,24 @@ func (h *Hierarchy) AtFunc(deadline time.Time, f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: AtFunc called with a nil func")
 	}
-	return h.arm(&Timer{f: f}, h.offset(deadline))
+	return h.arm(&Timer{f: f}, h.offset(deadline), 0)
 }
 
-// arm places the new timer t, due at w (ns since origin), in the current
-// processor's shard, or in another if that one's lock is held (by a long
-// cascade, or by a goroutine of another processor): a new timer may go to
-// any shard.
-func (h *Hierarchy) arm(t *Timer, w int64) *Timer {
+// arm places the new timer t, due at w (ns since origin) and periodic with
+// period per if per > 0, in the current processor's shard, or in another
+// if that one's lock is held (by a long cascade, or by a goroutine of
+// another processor): a new timer may go to any shard.
+func (h *Hierarchy) arm(t *Timer, w, per int64) *Timer {
 	s := h.pickShard()
 	if !s.mu.TryLock() {
 		s = h.lockAnyShard(s)
 	}
-	// t is new: no other goroutine can see it before the lock is let go,
-	// so plain stores do (an atomic store is a full fence on amd64).
-	*(*unsafe.Pointer)(unsafe.Pointer(&t.sh)) = unsafe.Pointer(s)
-	*(*int64)(unsafe.Pointer(&t.when)) = w
+	t.b.Store(s.bindingLocked(per, false))
+	t.when.Store(w)
 	d := h.dueTick(w)
 	s.count++
 	s.stats.armed++
-	s.armNewLocked(t, d)
+	s.armLocked(t, d)
 	s.mu.Unlock()
 	h.wakeFor(d)
 	return t

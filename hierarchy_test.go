@@ -459,7 +459,7 @@ func TestGuarantee7_O1(t *testing.T) {
 	assert.Nil(t, lone.next)
 	assert.Nil(t, lone.prev)
 	mustCheck(t, h)
-	l0 := lone.sh.Load().levels[0]
+	l0 := lone.home().levels[0]
 	s := l0.slotOf(h.dueTick(lone.when.Load()))
 	assert.True(t, l0.slots[s].empty(), "no tombstone left in the slot")
 }

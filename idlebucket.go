@@ -114,10 +114,9 @@ func (g *idleGroup) fileLocked(c *eventConn) {
 		b = &idleBucket{key: key, g: g}
 		b.head.home = sentinelHome
 		b.head.next, b.head.prev = &b.head, &b.head
-		b.t.Init(h, b.fire)
-		b.t.sh.Store(g.sh) // the group's shard, not the processor's
+		b.t.initOnShard(g.sh, b.fire) // the group's shard, not the processor's
 		g.buckets[key] = b
-		b.t.resetTo(arming{v: h.tickNanos(at)})
+		b.t.armAt(h.tickNanos(at))
 	}
 	last := b.head.prev
 	c.prev, c.next = last, &b.head

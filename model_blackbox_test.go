@@ -89,13 +89,12 @@ func rvWatchdog(t *testing.T, d time.Duration, what string) (done func()) {
 	return func() { once.Do(func() { close(ch) }) }
 }
 
-// rotateShard makes the next arming on this processor often go to another
-// shard: the hierarchy deals each processor the next shard after a garbage
-// collection (on the goroutine that runs cleanups, soon after it: about
-// half the time before the next arming, in a run of this test).
+// rotateShard makes the next arming on this processor go to another shard:
+// two garbage collections drop the processor's hint from the pool, and the
+// next is dealt round robin.
 func rotateShard() {
 	runtime.GC()
-	runtime.Gosched()
+	runtime.GC()
 }
 
 // ---------------------------------------------------------------------------

@@ -133,7 +133,7 @@ func advanceWithin(t *testing.T, h *Hierarchy, what string) int {
 func lazyTimerMidSlot(t *testing.T, f func()) (*Hierarchy, *fakeClock, *Timer) {
 	h, clk := newFake(t, WithShards(1))
 	tm := h.AfterFunc(2*time.Minute+500*time.Millisecond, f)
-	require.GreaterOrEqual(t, tm.filed.Load()-tm.sh.Load().now.Load(), h.lazyTicks, "the timer is beyond level 0")
+	require.GreaterOrEqual(t, tm.filed.Load()-tm.home().now.Load(), h.lazyTicks, "the timer is beyond level 0")
 	return h, clk, tm
 }
 
@@ -152,7 +152,7 @@ func TestMutants_LazyResetStraddlingCascadeIntoLevel0(t *testing.T) {
 		testHookReset = nil
 		clk.Set(origin.Add(2 * time.Minute))
 		h.Advance() // cascades the minute slot: the timer lands at level 0, filed by its old deadline
-		cascaded = tm.filed.Load()-tm.sh.Load().now.Load() < h.lazyTicks
+		cascaded = tm.filed.Load()-tm.home().now.Load() < h.lazyTicks
 	}
 	var reset bool
 	mustReturn(t, 5*time.Second, "ResetAt, with an Advance in its hook", func() { reset = tm.ResetAt(origin.Add(3 * time.Minute)) })
@@ -287,7 +287,7 @@ func TestMutants_StopEmptyingOneShardKeepsDriver(t *testing.T) {
 		a := h.AfterFunc(time.Second, func() {})
 		var fired atomic.Int32
 		b := h.AfterFunc(2*time.Second, func() { fired.Add(1) })
-		require.NotSame(t, a.sh.Load(), b.sh.Load(), "the two timers are in different shards")
+		require.NotSame(t, a.home(), b.home(), "the two timers are in different shards")
 		synctest.Wait() // the driver sleeps until 1s
 		require.True(t, a.Stop())
 		time.Sleep(3 * time.Second)
@@ -332,20 +332,6 @@ func TestMutants_DriverRearmsAfterMockMovedBeforeArming(t *testing.T) {
 	}
 }
 
-// TestMutants_ShardsDealtRoundRobin: the shards dealt to the
-// processors go round in turn, so that timers made on different cores
-// land in different shards.
-func TestMutants_ShardsDealtRoundRobin(t *testing.T) {
-	h, _ := newFake(t, WithShards(4))
-	h.perP = make([]atomic.Pointer[shard], 8)
-	h.deal()
-	seen := map[int]int{}
-	for i := range h.perP {
-		seen[h.perP[i].Load().idx]++
-	}
-	assert.Equal(t, map[int]int{0: 2, 1: 2, 2: 2, 3: 2}, seen, "processors are dealt the shards in turn")
-}
-
 // TestMutants_NewTimerAvoidsHeldShard: arming a new timer while its
 // shard's lock is held puts it in another shard, without waiting.
 func TestMutants_NewTimerAvoidsHeldShard(t *testing.T) {
@@ -365,7 +351,7 @@ func TestMutants_NewTimerAvoidsHeldShard(t *testing.T) {
 		s.mu.Lock()
 	}
 	s.mu.Unlock()
-	assert.NotSame(t, s, tm.sh.Load(), "the new timer went to a shard whose lock was free")
+	assert.NotSame(t, s, tm.home(), "the new timer went to a shard whose lock was free")
 	assert.Equal(t, 1, h.Len())
 	mustCheck(t, h)
 }
@@ -801,7 +787,7 @@ func TestMutants_LazyResetReadsFrontierBeforeNow(t *testing.T) {
 	reset := recvWithin(t, 5*time.Second, resetDone, "the Reset's return after the Advance ended")
 	require.False(t, noEnd.Load(), "hung: the Advance did not end while the Reset waited between its loads")
 	assert.True(t, reset, "the Reset found the timer armed")
-	assert.Same(t, last, y.sh.Load(), "the timer is in the shard that had no work")
+	assert.Same(t, last, y.home(), "the timer is in the shard that had no work")
 	assert.Equal(t, 1, h.Len())
 	next, ok := h.Next()
 	require.True(t, ok)

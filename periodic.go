@@ -30,7 +30,7 @@ func (h *Hierarchy) Every(p time.Duration, f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: Every called with a nil func")
 	}
-	return h.arm(&Timer{f: f, mode: period("Every", p)}, h.after(p))
+	return h.arm(&Timer{f: f}, h.after(p), period("Every", p))
 }
 
 // ResetEvery re-arms t, a timer bound to its hierarchy by AfterFunc, AtFunc,
@@ -40,18 +40,15 @@ func (h *Hierarchy) Every(p time.Duration, f func()) *Timer {
 // allocates nothing, and panics if p <= 0.
 func (t *Timer) ResetEvery(p time.Duration) bool {
 	t.shard("ResetEvery")
-	per := period("ResetEvery", p)
-	return t.resetTo(arming{v: int64(p), rel: true, period: int64(per), move: true})
+	return t.resetTo(arming{v: int64(p), rel: true, period: period("ResetEvery", p), move: true})
 }
 
-// period returns p as kept in Timer.mode, panicking for p <= 0. A period
-// beyond modePeriod (about 146 years) is held there: the runs after the
-// first lie beyond the end of the hierarchy's time either way.
-func period(method string, p time.Duration) uint64 {
+// period returns p in ns, panicking for p <= 0.
+func period(method string, p time.Duration) int64 {
 	if p <= 0 {
 		panic(fmt.Sprintf("timingwheel: %s called with period %v; it must be positive", method, p))
 	}
-	return min(uint64(p), modePeriod)
+	return int64(p)
 }
 
 // nextInstant returns the first instant when+k·per (k >= 1) after clock,

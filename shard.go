@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 )
 
 // A shard is one complete set of wheels with its own lock. A Hierarchy has
@@ -20,6 +19,12 @@ type shard struct {
 	h   *Hierarchy
 	idx int // in h.shards
 	mu  sync.Mutex
+
+	// The bindings of the shard's timers (see binding): oneShot and onExec
+	// are fixed; periodic holds one per period, made as needed.
+	oneShot  binding
+	onExec   [2]binding
+	periodic map[bindingKey]*binding
 
 	// waiting counts goroutines blocked on mu in lock. A cascade or a scan
 	// that holds mu for long checks it between batches and lets them in.
@@ -73,6 +78,7 @@ const nextBudget = 256
 
 func newShard(h *Hierarchy, idx int, slots []int) *shard {
 	s := &shard{h: h, idx: idx}
+	s.initBindings()
 	s.overdue.initList(-1, 0)
 	s.late.initList(-1, 0)
 	s.firing.initList(-1, 0)
@@ -136,19 +142,6 @@ func (s *shard) armLocked(t *Timer, d int64) {
 		return
 	}
 	t.filed.Store(d)
-	s.slotLocked(t, d)
-}
-
-// armNewLocked is armLocked for a timer that no other goroutine can see
-// yet (new, and s.mu not let go since it was made): in a slot, it records
-// the tick with a plain store (an atomic one is a full fence on amd64),
-// which s.mu's release publishes. s.mu must be held.
-func (s *shard) armNewLocked(t *Timer, d int64) {
-	if s.lateForLocked(d) {
-		s.fileLateLocked(t, d)
-		return
-	}
-	*(*int64)(unsafe.Pointer(&t.filed)) = d
 	s.slotLocked(t, d)
 }
 
@@ -404,14 +397,15 @@ func (s *shard) fireLocked(clockNs int64, held *bool) (ran int) {
 			continue
 		}
 		s.stats.lateness.add(satAdd(clockNs, -max(s.h.tickNanos(filed), math.MinInt64+1))) // saturated: a deadline centuries past is very late, not on time
-		switch per := int64(t.mode & modePeriod); {
-		case per > 0:
-			next := nextInstant(t.when.Load(), per, clockNs)
+		b := t.b.Load()
+		switch {
+		case b.period > 0:
+			next := nextInstant(t.when.Load(), b.period, clockNs)
 			t.when.Store(next)
 			s.stats.fired++
 			s.stats.armed++ // the next run is an arming of its own
 			s.armLocked(t, s.h.dueTick(next))
-		case t.mode&modeExec != 0:
+		case b.exec:
 			t.filed.Store(unarmed) // still counted: armed until the run starts (see runOn)
 			s.hops++
 		default:
@@ -419,8 +413,8 @@ func (s *shard) fireLocked(clockNs int64, held *bool) (ran int) {
 			s.count--
 			s.stats.fired++
 		}
-		if t.mode&modeExec != 0 {
-			t.mode |= modePending
+		if b.exec && !b.pending {
+			t.b.Store(b.flip) // its run is pending
 		}
 		f := t.f
 		s.current = t

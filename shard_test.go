@@ -76,7 +76,7 @@ func TestShards_AdvanceSeesWorkFiledIntoAPassedShard(t *testing.T) {
 	assert.Equal(t, 3, advanceWithin(t, h, "the Advance that passes over shard 1"))
 	assert.Equal(t, []string{"a at 100ms", "b at 150ms", "c at 200ms"}, got,
 		"the timer filed into the passed-over shard fires in this Advance, in order")
-	assert.Same(t, h.shards[1], b.sh.Load(), "b moved to shard 1")
+	assert.Same(t, h.shards[1], b.home(), "b moved to shard 1")
 	mustCheck(t, h)
 }
 
@@ -157,7 +157,7 @@ func TestShards_ConcurrentArmsFireOnTimeAndInOrder(t *testing.T) {
 		mu.Lock()
 		for _, a := range all {
 			if a.done.Load()-1 < k && a.firedIn.Load() == 0 && due(a.tm.Deadline()) <= tick(now) {
-				sh := a.tm.sh.Load()
+				sh := a.tm.home()
 				t.Fatalf("Advance %d to tick %d did not fire a timer due at tick %d armed before it began (done %d; shard %d filed %d when %d now %d; firedIn %d)", k, tick(now), due(a.tm.Deadline()), a.done.Load(), sh.idx, a.tm.filed.Load(), a.tm.when.Load(), sh.now.Load(), a.firedIn.Load())
 			}
 		}
@@ -297,7 +297,7 @@ func TestCascade_TimersStayStoppableBetweenBatches(t *testing.T) {
 func lazyTimer(t *testing.T) (*Hierarchy, *fakeClock, *Timer) {
 	h, clk := newFake(t, WithShards(1))
 	tm := h.AfterFunc(2*time.Minute, func() {})
-	f, now := tm.filed.Load(), tm.sh.Load().now.Load()
+	f, now := tm.filed.Load(), tm.home().now.Load()
 	require.GreaterOrEqual(t, f-now, h.lazyTicks, "the timer is beyond level 0")
 	return h, clk, tm
 }
@@ -380,7 +380,7 @@ func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 // lock held), a Reset takes the lock and so waits for the batch.
 func TestLazyReset_WaitsForCascadeBatch(t *testing.T) {
 	h, _, tm := lazyTimer(t)
-	s := tm.sh.Load()
+	s := tm.home()
 	s.lock()
 	done := make(chan bool)
 	go func() { done <- tm.ResetAt(h.origin.Add(3 * time.Minute)) }()
@@ -429,10 +429,10 @@ func TestParallelCallbacks(t *testing.T) {
 		tm = h.AfterFunc(d, func() {
 			<-ready
 			mu.Lock()
-			if d < last[tm.sh.Load()] {
-				t.Errorf("out of order within shard %d", tm.sh.Load().idx)
+			if d < last[tm.home()] {
+				t.Errorf("out of order within shard %d", tm.home().idx)
 			}
-			last[tm.sh.Load()] = d
+			last[tm.home()] = d
 			mu.Unlock()
 			fired.Add(1)
 		})
@@ -501,62 +501,35 @@ func TestShards_Default(t *testing.T) {
 	}
 }
 
-// Each processor has a shard from New on, dealt round robin, so that with
-// a shard per processor no two share one; after a garbage collection the
-// shards are dealt again, each processor moving on to the next, and the
-// mapping stays one-to-one.
-func TestShards_DealtToProcessorsAndAgainAfterCollection(t *testing.T) {
+// Each processor's shard is dealt round robin as the pool makes it, so
+// that with a shard per processor no two share one; a garbage collection
+// drops them (for good at the second), and the processors are dealt shards
+// afresh.
+func TestShards_DealtRoundRobinAndAgainAfterCollection(t *testing.T) {
 	h, err := New(WithShards(3))
 	require.NoError(t, err)
-	n := len(h.perP)
-	require.True(t, n >= max(runtime.GOMAXPROCS(0), 3) && n&(n-1) == 0, "%d entries for %d processors and 3 shards", n, runtime.GOMAXPROCS(0))
-	mapping := func() []int {
-		var m []int
-		for i := range h.perP {
-			m = append(m, h.perP[i].Load().idx)
-		}
-		return m
+	var dealt []int
+	for range 6 {
+		dealt = append(dealt, h.hints.New().(*shard).idx)
 	}
-	roundRobin := func(m []int) bool {
-		for i, idx := range m {
-			if idx != (m[0]+i)%3 {
-				return false
-			}
-		}
-		return true
-	}
-	first := mapping()
-	require.True(t, roundRobin(first), "the shards dealt at New: %v", first)
-	// Each collection's deal arranges for the next one's: two in a row.
-	// A deal runs on the cleanups' goroutine, and a mapping read while it
-	// runs is part old, part new: the next read sees it whole.
-	prev := first
-	for round := range 2 {
+	assert.True(t, dealt[0] != dealt[1] && dealt[1] != dealt[2] && dealt[0] != dealt[2], "three hints in a row name three shards: %v", dealt)
+	assert.Equal(t, dealt[:3], dealt[3:], "dealt in turn: %v", dealt)
+	// After two collections the processor's hint is gone: the next pick
+	// is a newly dealt one (here the one after the last dealt above).
+	moved := false
+	for range 20 {
+		before := h.pickShard()
 		runtime.GC()
-		var next []int
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			if next = mapping(); !slices.Equal(next, prev) && roundRobin(next) {
-				break
-			}
-			runtime.GC()
-		}
-		require.True(t, !slices.Equal(next, prev) && roundRobin(next), "no deal after garbage collections, round %d: %v, then %v", round, prev, next)
-		prev = next
-	}
-	// The goroutine may move to another processor between the two reads:
-	// one of a few tries sees them agree.
-	agreed := false
-	for range 100 {
-		if h.perP[procID()&(n-1)].Load() == h.pickShard() {
-			agreed = true
+		runtime.GC()
+		if h.pickShard() != before {
+			moved = true
 			break
 		}
 	}
-	assert.True(t, agreed, "pickShard is not the processor's entry")
+	assert.True(t, moved, "garbage collections never deal the processor another shard")
 }
 
-// The deal after each collection holds its hierarchy weakly: a hierarchy
-// dropped is freed, and its deals end.
+// The hints hold no reference that keeps a dropped hierarchy alive.
 func TestShards_DealingKeepsNoHierarchyAlive(t *testing.T) {
 	h, err := New(WithShards(2))
 	require.NoError(t, err)
@@ -591,20 +564,20 @@ func TestShards_UnarmedTimerFollowsItsUser(t *testing.T) {
 	var fired atomic.Int32
 	var tm Timer
 	tm.Init(h, func() { fired.Add(1) })
-	require.Same(t, h.shards[0], tm.sh.Load())
+	require.Same(t, h.shards[0], tm.home())
 
 	cur = h.shards[1]
 	assert.False(t, tm.Reset(time.Second), "first arming")
-	assert.Same(t, h.shards[0], tm.sh.Load(), "uncontended: it stays")
+	assert.Same(t, h.shards[0], tm.home(), "uncontended: it stays")
 	assert.True(t, tm.Stop())
 	assert.False(t, resetContended(t, &tm, time.Second), "re-arming")
-	assert.Same(t, h.shards[1], tm.sh.Load(), "armed where it was re-armed from, once its shard was contended")
+	assert.Same(t, h.shards[1], tm.home(), "armed where it was re-armed from, once its shard was contended")
 	cur = h.shards[2]
 	assert.True(t, resetContended(t, &tm, 2*time.Second))
-	assert.Same(t, h.shards[1], tm.sh.Load(), "an armed timer stays")
+	assert.Same(t, h.shards[1], tm.home(), "an armed timer stays")
 	assert.True(t, tm.Stop())
 	assert.False(t, resetContended(t, &tm, time.Second))
-	require.Same(t, h.shards[2], tm.sh.Load()) // not shards[0], whose lock the test takes below
+	require.Same(t, h.shards[2], tm.home()) // not shards[0], whose lock the test takes below
 	assert.Equal(t, 1, h.Len())
 	mustCheck(t, h)
 	clk.Add(time.Second)
@@ -616,7 +589,7 @@ func TestShards_UnarmedTimerFollowsItsUser(t *testing.T) {
 	cur = h.shards[0]
 	assert.False(t, resetContended(t, &tm, time.Second))
 	h.shards[0].mu.Unlock()
-	assert.Same(t, h.shards[2], tm.sh.Load())
+	assert.Same(t, h.shards[2], tm.home())
 	mustCheck(t, h)
 }
 
@@ -626,7 +599,7 @@ func TestShards_UnarmedTimerFollowsItsUser(t *testing.T) {
 // returns what Reset returned.
 func resetContended(t *testing.T, tm *Timer, d time.Duration) bool {
 	t.Helper()
-	s := tm.sh.Load()
+	s := tm.home()
 	s.lock()
 	done := make(chan bool, 1)
 	go func() { done <- tm.Reset(d) }()
@@ -698,7 +671,7 @@ func TestShards_LenIsOneInstant(t *testing.T) {
 			case <-stopped: // Len did not hold the first shard: x is gone, arm y
 				y := &Timer{f: func() {}}
 				w := h.after(time.Hour)
-				y.sh.Store(s1)
+				y.b.Store(&s1.oneShot)
 				y.when.Store(w)
 				s1.count++
 				s1.stats.armed++

@@ -473,7 +473,7 @@ func (s *sim) randPeriod() int64 {
 	case 1:
 		return math.MaxInt64 - s.src.intn(3)
 	}
-	return min(1+mulSat(s.randTicks()%(4*s.widths[1]+1), s.tick)+s.src.intn(s.tick), int64(modePeriod))
+	return satAdd(satAdd(1, mulSat(s.randTicks()%(4*s.widths[1]+1), s.tick)), s.src.intn(s.tick))
 }
 
 // betweenBatches runs between two batches of a cascade, with the shard's
@@ -698,7 +698,7 @@ func (s *sim) step() {
 			w = satAdd(st.when, s.src.intn(2*s.widths[1]*s.tick)) // later: the lazy path
 		}
 		if st.armed {
-			if f, now := st.t.filed.Load(), st.t.sh.Load().now.Load(); w >= st.when && f > now && f-now >= s.h.lazyTicks {
+			if f, now := st.t.filed.Load(), st.t.home().now.Load(); w >= st.when && f > now && f-now >= s.h.lazyTicks {
 				s.stats["lazy-reset"]++
 			}
 			if s.modelDue(clampNs(w)) == s.modelDue(st.when) {

@@ -20,10 +20,12 @@ import (
 // deadline of the re-arm that took effect last.
 type Timer struct {
 	next, prev *Timer // position in a list; nil when in none
-	// sh is the shard the timer belongs to. It changes only while the
-	// timer is unarmed, with the old shard's lock held (see resetTo), so
-	// a method that locks sh checks after locking that it still is sh.
-	sh atomic.Pointer[shard]
+	// b is what the timer is bound to: its shard, and whether it is
+	// periodic or runs on an executor. It changes only with the shard's
+	// lock held, and moves to another shard only while the timer is
+	// unarmed (see resetTo), so a method that locks b's shard checks after
+	// locking that the shard is still b's.
+	b atomic.Pointer[binding]
 	// when is the deadline in nanoseconds since the origin. It is written
 	// with the shard's lock held.
 	when atomic.Int64
@@ -31,17 +33,7 @@ type Timer struct {
 	// or unarmed. Written with the shard's lock held.
 	filed atomic.Int64
 	f     func()
-	// mode holds the period of a periodic timer (0 for a one-shot one) and
-	// the flags modeExec and modePending. Guarded by the shard's lock.
-	mode uint64
 }
-
-// Bits of Timer.mode.
-const (
-	modeExec    = 1 << 63         // bound by InitOn: f hands the run to an executor
-	modePending = 1 << 62         // a run was handed to the executor and has not started
-	modePeriod  = modePending - 1 // the period in ns; 0: one-shot
-)
 
 // Init binds t, a zero or unarmed Timer held by value (typically a field of
 // the caller's own struct: a connection, a packet record), to h with
@@ -69,7 +61,7 @@ func (t *Timer) Init(h *Hierarchy, f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: Timer.Init called with a nil func")
 	}
-	if t.sh.Load() != nil {
+	if t.b.Load() != nil {
 		s, _ := t.lockShard()
 		armed := t.armedLocked()
 		s.mu.Unlock()
@@ -77,9 +69,8 @@ func (t *Timer) Init(h *Hierarchy, f func()) *Timer {
 			panic("timingwheel: Timer.Init called on an armed Timer")
 		}
 	}
-	t.sh.Store(h.pickShard())
+	t.b.Store(&h.pickShard().oneShot)
 	t.f = f
-	t.mode = 0
 	t.filed.Store(unarmed)
 	t.when.Store(neverArmed)
 	return t
@@ -88,11 +79,11 @@ func (t *Timer) Init(h *Hierarchy, f func()) *Timer {
 // shard returns the timer's shard, panicking with a clear message for a
 // Timer that is not bound to a hierarchy.
 func (t *Timer) shard(method string) *shard {
-	s := t.sh.Load()
-	if s == nil {
-		panic("timingwheel: " + method + " called on a Timer not created by AfterFunc or AtFunc, nor initialized by Init")
+	b := t.b.Load()
+	if b == nil {
+		panic("timingwheel: " + method + " called on a zero Timer: create timers with AfterFunc, AtFunc or Every, or bind one held by value with Init or InitOn")
 	}
-	return s
+	return b.s
 }
 
 // lockShard locks the timer's shard and returns it, and whether it had to
@@ -101,14 +92,14 @@ func (t *Timer) shard(method string) *shard {
 // arms next (and the unarmed ones it re-arms) go there (see resetTo).
 func (t *Timer) lockShard() (*shard, bool) {
 	for {
-		s := t.sh.Load()
+		s := t.b.Load().s
 		contended := !s.mu.TryLock()
 		if contended {
 			s.waiting.Add(1)
 			s.mu.Lock()
 			s.waiting.Add(-1)
 		}
-		if t.sh.Load() == s {
+		if t.b.Load().s == s {
 			if contended && len(s.h.shards) > 1 {
 				s.h.prefer(s.h.shards[(s.idx+1)%len(s.h.shards)])
 			}
@@ -148,7 +139,7 @@ func (t *Timer) stopLocked(s *shard) bool {
 	} else {
 		s.hops-- // its pending run will not call f
 	}
-	t.mode &= modeExec // a run handed to the executor will not call f
+	t.rebindLocked(s, 0) // a run handed to an executor will not call f
 	s.count--
 	s.stats.stopped++
 	return true
@@ -158,7 +149,7 @@ func (t *Timer) stopLocked(s *shard) bool {
 // its run handed to an executor and not started (see InitOn). t's shard's
 // lock must be held.
 func (t *Timer) armedLocked() bool {
-	return t.filed.Load() != unarmed || t.mode&modePending != 0
+	return t.filed.Load() != unarmed || t.b.Load().pending
 }
 
 // Reset re-arms the timer to fire d from now (rounded up to the next tick),
@@ -269,7 +260,7 @@ func (t *Timer) resetTo(a arming) bool {
 		}
 		if a.move && (contended || s.h.moveAlways) {
 			if n := s.h.pickShard(); n != s && n.mu.TryLock() {
-				t.sh.Store(n)
+				t.b.Store(n.bindingLocked(a.period, t.b.Load().exec))
 				s.mu.Unlock()
 				s = n
 			}
@@ -279,7 +270,7 @@ func (t *Timer) resetTo(a arming) bool {
 	if a.rel {
 		w = s.h.after(time.Duration(a.v))
 	}
-	t.mode = t.mode&modeExec | uint64(a.period) // a pending run will not call f
+	t.rebindLocked(s, a.period) // a pending run will not call f
 	d := s.h.dueTick(w)
 	if f := t.filed.Load(); f != unarmed {
 		now := s.now.Load()
@@ -316,13 +307,18 @@ func (t *Timer) resetTo(a arming) bool {
 
 // home returns the shard t belongs to now, or nil for a zero Timer. It may
 // change while t is unarmed; lockShard is the way to hold it.
-func (t *Timer) home() *shard { return t.sh.Load() }
+func (t *Timer) home() *shard {
+	if b := t.b.Load(); b != nil {
+		return b.s
+	}
+	return nil
+}
 
 // initOnShard is Init for a timer that must stay on shard s: its callback
 // works on state kept per shard. t is left unarmed.
 func (t *Timer) initOnShard(s *shard, f func()) *Timer {
 	t.Init(s.h, f)
-	t.sh.Store(s)
+	t.b.Store(&s.oneShot)
 	return t
 }
 
@@ -336,3 +332,12 @@ func (t *Timer) armAt(ns int64) bool {
 // deadlineNs returns the deadline t was last armed with, in ns since the
 // origin, without taking the shard's lock.
 func (t *Timer) deadlineNs() int64 { return t.when.Load() }
+
+// rebindLocked binds t to shard s (locked) with period per (0: one-shot)
+// and no run pending, so that a run handed to an executor will not call
+// f. An executor timer stays one.
+func (t *Timer) rebindLocked(s *shard, per int64) {
+	if b := t.b.Load(); b.s != s || b.period != per || b.pending {
+		t.b.Store(s.bindingLocked(per, b.exec))
+	}
+}
