@@ -359,3 +359,26 @@ func TestTimer_Init_Rebind(t *testing.T) {
 		})
 	}
 }
+
+// A zero Timer's methods panic with a message that names every way to
+// make a usable one.
+func TestTimer_ZeroPanicNamesEveryConstructor(t *testing.T) {
+	var z timingwheel.Timer
+	for name, call := range map[string]func(){
+		"Stop":       func() { z.Stop() },
+		"Reset":      func() { z.Reset(time.Second) },
+		"ResetEvery": func() { z.ResetEvery(time.Second) },
+		"Deadline":   func() { z.Deadline() },
+	} {
+		msg := fmt.Sprint(recoverPanic(call))
+		for _, want := range []string{name, "AfterFunc", "AtFunc", "Every", "Init", "InitOn"} {
+			assert.Contains(t, msg, want, "%s's panic", name)
+		}
+	}
+}
+
+func recoverPanic(f func()) (v any) {
+	defer func() { v = recover() }()
+	f()
+	return nil
+}
