@@ -171,9 +171,6 @@ func (sh *shard) check() error {
 			if sent.empty() {
 				return fmt.Errorf("level %d slot %d: occupancy bit set, slot empty", i, s)
 			}
-			if int(sent.when.Load()) != i || int(sent.filed.Load()) != s {
-				return fmt.Errorf("level %d slot %d: sentinel says level %d slot %d", i, s, sent.when.Load(), sent.filed.Load())
-			}
 			if s < cur || (i > 0 && s == cur) {
 				return fmt.Errorf("level %d: slot %d occupied, behind now's slot %d", i, s, cur)
 			}

@@ -1,102 +1,3 @@
-// Package timingwheel keeps very many timers — a timeout for every
-// connection, a retransmit timer for every packet in flight — at O(1) cost
-// per operation, in a hierarchy of hashed timing wheels (Varghese and Lauck,
-// "Hashed and Hierarchical Timing Wheels", SOSP 1987).
-//
-//	h, err := timingwheel.New() // 1ms tick; levels of ms, s, min, h
-//	if err != nil { ... }
-//	h.Start()
-//	defer h.Stop()
-//	t := h.AfterFunc(30*time.Second, func() { conn.Close() })
-//	...
-//	t.Reset(30 * time.Second) // heartbeat: push the deadline back
-//
-// These shapes cover most uses:
-//
-//   - [Hierarchy.AfterFunc] and [Hierarchy.AtFunc] return a *[Timer], like
-//     [time.AfterFunc];
-//   - a [Timer] held by value inside the caller's own struct and bound once
-//     with [Timer.Init] allocates nothing, ever, and its callback may re-arm
-//     it (a retransmit timer per packet);
-//   - [Timeouts] is a set of keys that each expire at their own deadline
-//     (an idle timeout per connection, keyed by the connection), and
-//     [Hierarchy.IdleConn] wraps a net.Conn so that it is closed once idle,
-//     with optional idle events ([OnReadIdle], [OnWriteIdle],
-//     [MaxLifetime]);
-//   - [Hierarchy.Every] and [Timer.ResetEvery] run a callback periodically,
-//     on a grid that does not drift, like [time.Ticker];
-//   - [Timer.InitOn] runs a timer's callback through an executor, such as
-//     an event loop's queue, with Stop and Reset still able to cancel it
-//     until it starts there;
-//   - [Hierarchy.WithTimeout] and [Hierarchy.WithDeadline] are request
-//     deadlines: drop-ins for the context package's, kept by the wheel.
-//
-// # Resolution
-//
-// The finest level has one slot per tick ([WithTick], 1ms by default); each
-// coarser level has slots as wide as a whole revolution of the level below
-// ([WithLevels], by default 1000, 60, 60 and 24 slots: milliseconds,
-// seconds, minutes, hours). A timer is placed by its own deadline and moves
-// (cascades) to a finer level as the coarser wheel turns, so it fires with
-// one-tick precision however far away it was armed. A deadline is rounded
-// up to the next tick after the origin (the clock reading taken by [New]):
-// a timer never fires early and fires at most one tick late.
-//
-// # Horizon
-//
-// Deadlines beyond the span of the top level (one day by default) are held
-// in further levels that are added on demand, each with as many slots as
-// the last configured level, every slot as wide as a whole revolution of
-// the level below. Any deadline up to the largest [time.Duration] from now
-// works; the arithmetic saturates instead of overflowing. Deadlines are
-// kept in nanoseconds since the origin, so one at or beyond the largest
-// Duration (about 292 years) from the origin is held at that limit and
-// never fires, as the clock's reading saturates there too: firing it would
-// be early. For the same reason, so does a deadline whose tick, rounded
-// up, starts beyond that limit: with the default tick, one less than a
-// millisecond before it; with WithTick(time.Hour), up to an hour before.
-//
-// # Many cores
-//
-// The timers are spread over shards ([WithShards]; one per GOMAXPROCS by
-// default), each a complete set of wheels with its own lock, and a timer
-// stays in the shard of the processor that created it. So goroutines on
-// different cores arm, re-arm and stop timers without waiting for each
-// other, and moving an armed timer's deadline later usually only stores
-// it. No lock is held for long: cascades and scans work in batches of
-// a few hundred timers and let waiting goroutines in between.
-//
-// # Driving the wheels
-//
-// Timers fire only when the hierarchy is advanced: either by the driver
-// goroutine ([Hierarchy.Start]), which sleeps until the next tick that has
-// work and not at all while nothing is armed, or by calling
-// [Hierarchy.Advance] from the caller's own loop.
-//
-// # Testing
-//
-// Code built on a Hierarchy is tested without waiting in one of two ways.
-// With a [clock.Mock] (see [WithClock]) and no driver, "mock.Add(d);
-// h.Advance()" fires exactly the timers due, on the test's goroutine,
-// before Advance returns. Or, with the default clock inside a
-// testing/synctest bubble, "h.Start(); time.Sleep(d); synctest.Wait()"
-// runs the driver on the bubble's fake time. Avoid Start with a Mock in
-// tests: the driver then fires on its own goroutine some time after
-// mock.Add returns, and nothing tells the test when. The same holds for
-// code under test that arms or re-arms timers from goroutines of its own
-// (a connection's reader calling Reset): a test that moves a Mock races
-// them, as "now" for their re-arms depends on which comes first. Run such
-// code in a synctest bubble, where synctest.Wait returns once every
-// goroutine of the bubble is blocked.
-//
-// # Callbacks
-//
-// Callbacks run one at a time on the goroutine that advances the hierarchy,
-// in order of their (rounded) deadlines across all shards, with no lock
-// held: they may arm, stop and reset any timer, their own included. They
-// should be short, as they delay the timers after them; hand long work to
-// another goroutine, or let each shard run its own callbacks with
-// [WithParallelCallbacks].
 package timingwheel
 
 import (
@@ -129,8 +30,9 @@ type Hierarchy struct {
 	lastTick int64
 
 	// lazyTicks is the number of ticks level 0 spans. A timer filed at least
-	// that far beyond now is not at level 0, so moving its deadline later can
-	// skip the lock (see Timer.resetTo): it is re-filed when its slot comes up.
+	// that far beyond now is not at level 0, so moving its deadline later
+	// need only store it (see Timer.resetTo): it is re-filed by the cascade
+	// when its slot comes up.
 	lazyTicks int64
 
 	shards []*shard
@@ -216,50 +118,6 @@ func New(opts ...Option) (*Hierarchy, error) {
 	return h, nil
 }
 
-// pickShard returns the shard for a new timer: the current processor's.
-// sync.Pool keeps one item per processor, so goroutines on one core keep
-// using one shard, and cores share one only when there are fewer shards
-// than processors, or after prefer moved one. The pool drops its items at
-// garbage collections, and the processors are dealt shards afresh: those
-// that came to share one part again.
-func (h *Hierarchy) pickShard() *shard {
-	if len(h.shards) == 1 {
-		return h.shards[0]
-	}
-	if h.pick != nil {
-		return h.pick()
-	}
-	s := h.hints.Get().(*shard)
-	h.hints.Put(s)
-	return s
-}
-
-// lockAnyShard locks and returns a shard other than s whose lock is free,
-// or, if every lock is held, waits for s's.
-func (h *Hierarchy) lockAnyShard(s *shard) *shard {
-	for i := 1; i < len(h.shards); i++ {
-		o := h.shards[(s.idx+i)%len(h.shards)]
-		if o.mu.TryLock() {
-			h.prefer(o)
-			return o
-		}
-	}
-	s.lock()
-	return s
-}
-
-// prefer makes s the current processor's shard from now on (until the
-// pool drops it). Processors can come to share a shard (more of them than
-// shards, GOMAXPROCS raised after New, an earlier prefer): then they meet
-// on its lock, and the one that finds it held moves on.
-func (h *Hierarchy) prefer(s *shard) {
-	if h.pick != nil {
-		return
-	}
-	h.hints.Get() // most likely this processor's
-	h.hints.Put(s)
-}
-
 // mustBeMade panics with a clear message for a zero Hierarchy.
 func (h *Hierarchy) mustBeMade(method string) {
 	if h == nil || h.shards == nil {
@@ -340,7 +198,7 @@ func (h *Hierarchy) Len() int {
 // only holders of more than one shard lock (a Reset that moves a timer
 // holds its old shard's lock while it only tries the new one's), and take
 // them in this order, so they cannot deadlock. Each shard's lock is held for as long as it takes
-// to take the others (at worst a batch of a cascade, see shard.batch).
+// to take the others (at worst a batch of a cascade, see batch).
 func (h *Hierarchy) lockAll() {
 	for _, s := range h.shards {
 		s.lock()
@@ -360,8 +218,8 @@ func (h *Hierarchy) unlockAll() {
 // (their deadlines are held at the end of time; see Horizon in the package
 // doc).
 //
-// To keep its cost bounded, Next looks at no more than a few hundred timers
-// in each shard. When the earliest coarse slot holds more, Next returns
+// To keep its cost bounded, Next looks at no more than nextBudget (256)
+// timers in each shard. When the earliest coarse slot holds more, Next returns
 // the time that slot cascades: earlier than the
 // deadlines in it, and never later than the earliest deadline. Advancing
 // to that time then moves those timers to finer levels, so that asking

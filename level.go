@@ -42,7 +42,7 @@ func newLevel(index, n int, width int64) *level {
 		l.span = width * int64(n)
 	}
 	for i := range l.slots {
-		l.slots[i].initList(index, i)
+		l.slots[i].initList()
 	}
 	return l
 }

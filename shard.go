@@ -79,11 +79,9 @@ const nextBudget = 256
 func newShard(h *Hierarchy, idx int, slots []int) *shard {
 	s := &shard{h: h, idx: idx}
 	s.initBindings()
-	s.overdue.initList(-1, 0)
-	s.late.initList(-1, 0)
-	s.firing.initList(-1, 0)
-	s.pending.initList(-1, 0)
-	s.limbo.initList(-1, 0)
+	for _, l := range []*Timer{&s.overdue, &s.late, &s.firing, &s.pending, &s.limbo} {
+		l.initList()
+	}
 	width := int64(1)
 	for _, n := range slots {
 		l := newLevel(len(s.levels), n, width)
@@ -198,11 +196,31 @@ func (s *shard) unlinkLocked(t *Timer) {
 		t.next, t.prev = nil, nil
 		return
 	}
-	if e := t.unlink(); e != nil {
-		if lv := e.when.Load(); lv >= 0 {
-			s.levels[lv].clearOccupied(int(e.filed.Load()))
+	if head := t.unlink(); head != nil {
+		// That emptied the list: if it is the slot t was filed in, its
+		// occupancy bit goes.
+		if l, sl, ok := s.slotFiledLocked(t.filed.Load()); ok && head == &l.slots[sl] {
+			l.clearOccupied(sl)
 		}
 	}
+}
+
+// slotFiledLocked returns the slot a timer filed at tick d sits in if it
+// is in a wheel slot: that of the lowest level whose current revolution
+// contains d, as slotLocked chose it. Until the slot's cascade, now stays
+// before the slot's first tick and in the same revolution of its level, so
+// the choice made then is the same now. ok is false when d lies before
+// that level's revolution (a late timer). s.mu must be held.
+func (s *shard) slotFiledLocked(d int64) (l *level, slot int, ok bool) {
+	for _, l := range s.levels {
+		if d <= l.last {
+			if d < l.start {
+				return nil, 0, false
+			}
+			return l, l.slotOf(d), true
+		}
+	}
+	return nil, 0, false
 }
 
 // setNowLocked moves the current tick to now. s.mu must be held.

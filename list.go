@@ -4,23 +4,18 @@ package timingwheel
 // Timer is its own node, so linking and unlinking are O(1) and allocate
 // nothing, and a stopped timer leaves nothing behind.
 //
-// A list is identified by its sentinel, a Timer whose f is nil and which is
-// never handed out. A sentinel of a wheel slot records its position (level
-// in when, slot in filed) so that unlinking the last timer of a slot can
-// clear the slot's occupancy bit; other lists (the overdue and firing lists)
-// record level -1.
+// A list is identified by its sentinel, a Timer that is never handed out
+// and of which only next and prev are used, as container/list's root
+// Element.
 //
-// None of this is safe for concurrent use; the Hierarchy's mutex guards it.
+// None of this is safe for concurrent use: the lock of the shard that owns
+// a list guards it.
 
 // The receiver of every method is named t, whether it is a timer or a
 // list's sentinel.
 
-// initList makes t the sentinel of an empty list at (level, slot).
-func (t *Timer) initList(level, slot int) {
-	t.next, t.prev = t, t
-	t.when.Store(int64(level))
-	t.filed.Store(int64(slot))
-}
+// initList makes t the sentinel of an empty list.
+func (t *Timer) initList() { t.next, t.prev = t, t }
 
 // empty reports whether the list with sentinel t has no timers.
 func (t *Timer) empty() bool { return t.next == t }
