@@ -36,7 +36,7 @@ func (h *Hierarchy) Advance() int {
 		// among the overdue timers, in order; then the late arrivals.
 		for t := s.firing.next; t != &s.firing; t = s.firing.next {
 			t.unlink()
-			s.fileLateLocked(t, t.filed.Load())
+			s.fileLateLocked(t, t.filed)
 		}
 		s.mu.Unlock()
 		s.mergeLate()

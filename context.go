@@ -691,7 +691,7 @@ func (c *deadlineCtx) Deadline() (deadline time.Time, ok bool) {
 	// The timer's deadline: arm stored it before c was returned, and
 	// nothing changes it after, as c's timer is never re-armed. Read
 	// without the shard's lock, which Timer.Deadline would wait for.
-	return c.t.home().h.origin.Add(time.Duration(c.t.when.Load())), true
+	return c.t.home().h.origin.Add(time.Duration(c.t.deadlineNs())), true
 }
 
 // Done returns a channel that is closed when the context is done. The

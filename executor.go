@@ -49,7 +49,7 @@ func (t *Timer) runOn() bool {
 	}
 	t.b.Store(b.flip)
 	emptied := false
-	if t.filed.Load() == unarmed { // a one-shot run: the arming ends here
+	if t.filed == unarmed { // a one-shot run: the arming ends here
 		s.hops--
 		s.count--
 		s.stats.fired++

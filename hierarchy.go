@@ -168,7 +168,7 @@ func (h *Hierarchy) arm(t *Timer, w, per int64) *Timer {
 		s = h.lockAnyShard(s)
 	}
 	t.b.Store(s.bindingLocked(per, false))
-	t.when.Store(w)
+	t.when = w
 	d := h.dueTick(w)
 	s.count++
 	s.stats.armed++

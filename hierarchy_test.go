@@ -460,7 +460,7 @@ func TestGuarantee7_O1(t *testing.T) {
 	assert.Nil(t, lone.prev)
 	mustCheck(t, h)
 	l0 := lone.home().levels[0]
-	s := l0.slotOf(h.dueTick(lone.when.Load()))
+	s := l0.slotOf(h.dueTick(lone.when))
 	assert.True(t, l0.slots[s].empty(), "no tombstone left in the slot")
 }
 

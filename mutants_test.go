@@ -133,7 +133,7 @@ func advanceWithin(t *testing.T, h *Hierarchy, what string) int {
 func lazyTimerMidSlot(t *testing.T, f func()) (*Hierarchy, *fakeClock, *Timer) {
 	h, clk := newFake(t, WithShards(1))
 	tm := h.AfterFunc(2*time.Minute+500*time.Millisecond, f)
-	require.GreaterOrEqual(t, tm.filed.Load()-tm.home().now.Load(), h.lazyTicks, "the timer is beyond level 0")
+	require.GreaterOrEqual(t, tm.filed-tm.home().now.Load(), h.lazyTicks, "the timer is beyond level 0")
 	return h, clk, tm
 }
 
@@ -152,7 +152,7 @@ func TestMutants_LazyResetStraddlingCascadeIntoLevel0(t *testing.T) {
 		testHookReset = nil
 		clk.Set(origin.Add(2 * time.Minute))
 		h.Advance() // cascades the minute slot: the timer lands at level 0, filed by its old deadline
-		cascaded = tm.filed.Load()-tm.home().now.Load() < h.lazyTicks
+		cascaded = tm.filed-tm.home().now.Load() < h.lazyTicks
 	}
 	var reset bool
 	mustReturn(t, 5*time.Second, "ResetAt, with an Advance in its hook", func() { reset = tm.ResetAt(origin.Add(3 * time.Minute)) })

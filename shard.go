@@ -139,7 +139,7 @@ func (s *shard) armLocked(t *Timer, d int64) {
 		s.fileLateLocked(t, d)
 		return
 	}
-	t.filed.Store(d)
+	t.filed = d
 	s.slotLocked(t, d)
 }
 
@@ -151,7 +151,7 @@ func (s *shard) placeLocked(t *Timer, d int64) {
 		s.fileLateLocked(t, d)
 		return
 	}
-	t.filed.Store(d)
+	t.filed = d
 	s.slotLocked(t, d)
 }
 
@@ -199,7 +199,7 @@ func (s *shard) unlinkLocked(t *Timer) {
 	if head := t.unlink(); head != nil {
 		// That emptied the list: if it is the slot t was filed in, its
 		// occupancy bit goes.
-		if l, sl, ok := s.slotFiledLocked(t.filed.Load()); ok && head == &l.slots[sl] {
+		if l, sl, ok := s.slotFiledLocked(t.filed); ok && head == &l.slots[sl] {
 			l.clearOccupied(sl)
 		}
 	}
@@ -252,7 +252,7 @@ func (s *shard) nextWorkLocked(target int64) (int64, bool) {
 	e, _, _, ok := s.nextEventLocked()
 	for _, l := range []*Timer{&s.firing, &s.overdue} {
 		if !l.empty() {
-			if f := l.next.filed.Load(); !ok || f < e {
+			if f := l.next.filed; !ok || f < e {
 				e, ok = f, true
 			}
 		}
@@ -303,7 +303,7 @@ func (s *shard) nextDueLocked() (best int64, ok bool) {
 	}
 	for _, l := range []*Timer{&s.firing, &s.overdue} {
 		if !l.empty() {
-			consider(l.next.filed.Load())
+			consider(l.next.filed)
 		}
 	}
 	if s.sorting {
@@ -315,7 +315,7 @@ func (s *shard) nextDueLocked() (best int64, ok bool) {
 			consider(s.lateMin)
 			break
 		}
-		consider(t.filed.Load())
+		consider(t.filed)
 	}
 	now := s.now.Load()
 	for i, l := range s.levels {
@@ -330,7 +330,7 @@ func (s *shard) nextDueLocked() (best int64, ok bool) {
 					consider(e) // the slot's cascade: no deadline in it is earlier
 					break
 				}
-				consider(s.h.dueTick(t.when.Load()))
+				consider(s.h.dueTick(t.when))
 			}
 		}
 	}
@@ -343,7 +343,7 @@ func (s *shard) nextDueLocked() (best int64, ok bool) {
 // leaves now at c (or where it was, if later). s.mu must be held; it is
 // released and taken again between batches of a long cascade.
 func (s *shard) collectLocked(c int64) {
-	for t := s.overdue.next; t != &s.overdue && t.filed.Load() <= c; t = s.overdue.next {
+	for t := s.overdue.next; t != &s.overdue && t.filed <= c; t = s.overdue.next {
 		t.unlink()
 		s.firing.pushBack(t)
 	}
@@ -382,7 +382,7 @@ func (s *shard) cascadeLocked(l *level, sl int) {
 				break
 			}
 			t.unlink()
-			s.placeLocked(t, s.h.dueTick(t.when.Load()))
+			s.placeLocked(t, s.h.dueTick(t.when))
 		}
 		if sent.empty() {
 			l.clearOccupied(sl)
@@ -409,8 +409,8 @@ func (s *shard) fireLocked(clockNs int64, held *bool) (ran int) {
 			return ran
 		}
 		t.unlink()
-		filed := t.filed.Load()
-		if d := s.h.dueTick(t.when.Load()); d != filed {
+		filed := t.filed
+		if d := s.h.dueTick(t.when); d != filed {
 			s.placeLocked(t, d) // moved later since it was filed
 			continue
 		}
@@ -418,16 +418,16 @@ func (s *shard) fireLocked(clockNs int64, held *bool) (ran int) {
 		b := t.b.Load()
 		switch {
 		case b.period > 0:
-			next := nextInstant(t.when.Load(), b.period, clockNs)
-			t.when.Store(next)
+			next := nextInstant(t.when, b.period, clockNs)
+			t.when = next
 			s.stats.fired++
 			s.stats.armed++ // the next run is an arming of its own
 			s.armLocked(t, s.h.dueTick(next))
 		case b.exec:
-			t.filed.Store(unarmed) // still counted: armed until the run starts (see runOn)
+			t.filed = unarmed // still counted: armed until the run starts (see runOn)
 			s.hops++
 		default:
-			t.filed.Store(unarmed)
+			t.filed = unarmed
 			s.count--
 			s.stats.fired++
 		}

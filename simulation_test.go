@@ -698,7 +698,7 @@ func (s *sim) step() {
 			w = satAdd(st.when, s.src.intn(2*s.widths[1]*s.tick)) // later: the lazy path
 		}
 		if st.armed {
-			if f, now := st.t.filed.Load(), st.t.home().now.Load(); w >= st.when && f > now && f-now >= s.h.lazyTicks {
+			if f, now := st.t.filed, st.t.home().now.Load(); w >= st.when && f > now && f-now >= s.h.lazyTicks {
 				s.stats["lazy-reset"]++
 			}
 			if s.modelDue(clampNs(w)) == s.modelDue(st.when) {

@@ -153,7 +153,7 @@ func (s *Timeouts[K]) add(k K, d time.Duration) bool {
 	hs := s.h.pickShard()
 	e.t.b.Store(&hs.oneShot)
 	e.t.f = sh.fire[hs.idx]
-	e.t.filed.Store(unarmed)
+	e.t.filed = unarmed
 	sh.insert(hash, i)
 	e.t.resetTo(a)
 	return true
@@ -169,7 +169,7 @@ func (s *Timeouts[K]) fire(sh *timeoutShard[K], t *Timer) {
 	k := e.key
 	hash := maphash.Comparable(s.seed, k)
 	i, ok := sh.find(k, hash)
-	if !ok || sh.entry(i) != e || t.filed.Load() != unarmed {
+	if !ok || sh.entry(i) != e || t.filed != unarmed {
 		sh.mu.Unlock()
 		return
 	}

@@ -26,12 +26,11 @@ type Timer struct {
 	// unarmed (see resetTo), so a method that locks b's shard checks after
 	// locking that the shard is still b's.
 	b atomic.Pointer[binding]
-	// when is the deadline in nanoseconds since the origin. It is written
-	// with the shard's lock held.
-	when atomic.Int64
-	// filed is the tick the timer was placed for (its due tick when placed),
-	// or unarmed. Written with the shard's lock held.
-	filed atomic.Int64
+	// when is the deadline in nanoseconds since the origin; filed is the
+	// tick the timer was placed for (its due tick when placed), or unarmed.
+	// Both are guarded by the shard's lock.
+	when  int64
+	filed int64
 	f     func()
 }
 
@@ -71,8 +70,8 @@ func (t *Timer) Init(h *Hierarchy, f func()) *Timer {
 	}
 	t.b.Store(&h.pickShard().oneShot)
 	t.f = f
-	t.filed.Store(unarmed)
-	t.when.Store(neverArmed)
+	t.filed = unarmed
+	t.when = neverArmed
 	return t
 }
 
@@ -133,9 +132,9 @@ func (t *Timer) stopLocked(s *shard) bool {
 	if !t.armedLocked() {
 		return false
 	}
-	if t.filed.Load() != unarmed {
+	if t.filed != unarmed {
 		s.unlinkLocked(t)
-		t.filed.Store(unarmed)
+		t.filed = unarmed
 	} else {
 		s.hops-- // its pending run will not call f
 	}
@@ -149,7 +148,7 @@ func (t *Timer) stopLocked(s *shard) bool {
 // its run handed to an executor and not started (see InitOn). t's shard's
 // lock must be held.
 func (t *Timer) armedLocked() bool {
-	return t.filed.Load() != unarmed || t.b.Load().pending
+	return t.filed != unarmed || t.b.Load().pending
 }
 
 // Reset re-arms the timer to fire d from now (rounded up to the next tick),
@@ -192,7 +191,7 @@ func (t *Timer) Deadline() time.Time {
 	// Under the lock: a Reset reads the clock and stores the deadline
 	// there, so no Deadline sees the old one after the new one's reading.
 	s, _ := t.lockShard()
-	w := t.when.Load()
+	w := t.when
 	s.mu.Unlock()
 	if w == neverArmed {
 		return time.Time{}
@@ -272,7 +271,7 @@ func (t *Timer) resetTo(a arming) bool {
 	}
 	t.rebindLocked(s, a.period) // a pending run will not call f
 	d := s.h.dueTick(w)
-	if f := t.filed.Load(); f != unarmed {
+	if f := t.filed; f != unarmed {
 		now := s.now.Load()
 		// Re-armed for the tick it is filed under, which is after now: in
 		// a wheel slot, or on the late list of a shard behind the running
@@ -283,8 +282,8 @@ func (t *Timer) resetTo(a arming) bool {
 		// it has passed waits on the late list, filed at a tick that may be
 		// after its shard's now but not after the Advance's frontier: count
 		// that as now too.
-		if f == d && f > now || w >= t.when.Load() && t.beyondLevel0(s, f, now) {
-			t.when.Store(w)
+		if f == d && f > now || w >= t.when && t.beyondLevel0(s, f, now) {
+			t.when = w
 			s.mu.Unlock()
 			return true
 		}
@@ -295,7 +294,7 @@ func (t *Timer) resetTo(a arming) bool {
 		s.count++
 		s.stats.armed++
 	}
-	t.when.Store(w)
+	t.when = w
 	s.armLocked(t, d)
 	s.mu.Unlock()
 	s.h.wakeFor(d)
@@ -330,8 +329,13 @@ func (t *Timer) armAt(ns int64) bool {
 }
 
 // deadlineNs returns the deadline t was last armed with, in ns since the
-// origin, without taking the shard's lock.
-func (t *Timer) deadlineNs() int64 { return t.when.Load() }
+// origin. It takes the shard's lock: when is guarded by it.
+func (t *Timer) deadlineNs() int64 {
+	s, _ := t.lockShard()
+	w := t.when
+	s.mu.Unlock()
+	return w
+}
 
 // rebindLocked binds t to shard s (locked) with period per (0: one-shot)
 // and no run pending, so that a run handed to an executor will not call
