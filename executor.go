@@ -37,6 +37,35 @@ func (t *Timer) InitOn(h *Hierarchy, exec func(run func()), f func()) *Timer {
 	return t
 }
 
+// An executor timer's run is pending from the moment it fires until the
+// executor starts it (runOn), or a Stop or re-arm cancels it
+// (cancelRunLocked). Meanwhile a one-shot timer is in no list but still
+// counted as armed: the shard's hops counts those.
+
+// handOverLocked marks the run of t, which just fired and whose f is about
+// to hand the run to its executor, pending. s.mu must be held.
+func (s *shard) handOverLocked(t *Timer) {
+	if b := t.b.Load(); !b.pending {
+		t.b.Store(b.flip)
+	}
+	if t.filed == unarmed { // one-shot: its arming ends when the run starts
+		s.hops++
+	}
+}
+
+// cancelRunLocked cancels t's pending run, if it has one: the run, when
+// the executor starts it, will not call f. t's shard s must be locked.
+func (t *Timer) cancelRunLocked(s *shard) {
+	b := t.b.Load()
+	if !b.pending {
+		return
+	}
+	t.b.Store(b.flip)
+	if t.filed == unarmed {
+		s.hops--
+	}
+}
+
 // runOn takes the run an executor timer handed over, reporting whether its
 // f is to be called: false if the timer was stopped or re-armed since it
 // fired, or the run was taken already.

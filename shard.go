@@ -425,14 +425,13 @@ func (s *shard) fireLocked(clockNs int64, held *bool) (ran int) {
 			s.armLocked(t, s.h.dueTick(next))
 		case b.exec:
 			t.filed = unarmed // still counted: armed until the run starts (see runOn)
-			s.hops++
 		default:
 			t.filed = unarmed
 			s.count--
 			s.stats.fired++
 		}
-		if b.exec && !b.pending {
-			t.b.Store(b.flip) // its run is pending
+		if b.exec {
+			s.handOverLocked(t)
 		}
 		f := t.f
 		s.current = t

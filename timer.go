@@ -132,13 +132,12 @@ func (t *Timer) stopLocked(s *shard) bool {
 	if !t.armedLocked() {
 		return false
 	}
+	t.cancelRunLocked(s)
 	if t.filed != unarmed {
 		s.unlinkLocked(t)
 		t.filed = unarmed
-	} else {
-		s.hops-- // its pending run will not call f
 	}
-	t.rebindLocked(s, 0) // a run handed to an executor will not call f
+	t.rebindLocked(s, 0)
 	s.count--
 	s.stats.stopped++
 	return true
@@ -269,7 +268,8 @@ func (t *Timer) resetTo(a arming) bool {
 	if a.rel {
 		w = s.h.after(time.Duration(a.v))
 	}
-	t.rebindLocked(s, a.period) // a pending run will not call f
+	t.cancelRunLocked(s)
+	t.rebindLocked(s, a.period)
 	d := s.h.dueTick(w)
 	if f := t.filed; f != unarmed {
 		now := s.now.Load()
@@ -288,9 +288,7 @@ func (t *Timer) resetTo(a arming) bool {
 			return true
 		}
 		s.unlinkLocked(t)
-	} else if armed {
-		s.hops-- // its pending run will not call f
-	} else {
+	} else if !armed {
 		s.count++
 		s.stats.armed++
 	}
@@ -337,9 +335,9 @@ func (t *Timer) deadlineNs() int64 {
 	return w
 }
 
-// rebindLocked binds t to shard s (locked) with period per (0: one-shot)
-// and no run pending, so that a run handed to an executor will not call
-// f. An executor timer stays one.
+// rebindLocked binds t to shard s (locked) with period per (0: one-shot).
+// An executor timer stays one; its run must not be pending (see
+// cancelRunLocked).
 func (t *Timer) rebindLocked(s *shard, per int64) {
 	if b := t.b.Load(); b.s != s || b.period != per || b.pending {
 		t.b.Store(s.bindingLocked(per, b.exec))
