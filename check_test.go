@@ -248,3 +248,11 @@ func slotByDigit(l *level, d int64) int {
 	}
 	return int(q)
 }
+
+// knobs returns h's test hooks, making them on first use.
+func (h *Hierarchy) knobs() *hooks {
+	if h.hooks == nil {
+		h.hooks = &hooks{}
+	}
+	return h.hooks
+}

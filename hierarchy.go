@@ -41,18 +41,8 @@ type Hierarchy struct {
 	// are dealt round robin from rr.
 	hints sync.Pool
 	rr    atomic.Int64
-	// Set by tests only: pick chooses the shard of a new timer (and of a
-	// moving one, see moveAlways) instead of the processor's hint;
-	// betweenBatches runs between two batches of a cascade, with the
-	// shard's lock released; batch is the cascade's batch size.
-	pick           func() *shard
-	betweenBatches func()
-	batch          int
-	// moveAlways, set by tests, moves every unarmed timer a Reset arms to
-	// the shard pickShard names, not only when its own shard's lock was
-	// contended (see Timer.resetTo), so that a model covers timers that
-	// change shards.
-	moveAlways bool
+	// hooks are the knobs tests turn; nil outside tests.
+	hooks *hooks
 
 	// idleW holds the buckets of the conns of IdleConn with options, made
 	// by the first of them (see idleWheel).
@@ -103,7 +93,6 @@ func New(opts ...Option) (*Hierarchy, error) {
 		top:       c.slots[len(c.slots)-1],
 		lazyTicks: int64(c.slots[0]),
 		parallel:  c.parallel,
-		batch:     batch,
 	}
 	h.frontier.Store(math.MinInt64)
 	h.driver.sleepUntil.Store(notRunning)

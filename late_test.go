@@ -19,7 +19,7 @@ import (
 func TestLate_BurstSortedInBatches(t *testing.T) {
 	h, clk := newFake(t, WithShards(2))
 	roundRobin(h)
-	h.batch = 16
+	h.knobs().batch = 16
 	clk.Add(time.Hour)
 	const n = 20_000
 	type rec struct {
@@ -48,7 +48,7 @@ func TestLate_BurstSortedInBatches(t *testing.T) {
 	var start atomic.Bool
 	t.Cleanup(func() { start.Store(true) }) // should the sort never yield, the goroutines below still end
 	var wg sync.WaitGroup
-	h.betweenBatches = func() {
+	h.knobs().betweenBatches = func() {
 		yields.Add(1)
 		start.Store(true)
 		runtime.Gosched()
@@ -77,7 +77,7 @@ func TestLate_BurstSortedInBatches(t *testing.T) {
 	mustReturn(t, 30*time.Second, "Advance (a sort of 20,000 past deadlines in batches, with goroutines stopping and re-arming them)", func() { h.Advance() })
 	start.Store(true)
 	waitWithin(t, 30*time.Second, &wg, "the goroutines stopping and re-arming timers during the sort")
-	h.betweenBatches = nil
+	h.knobs().betweenBatches = nil
 	clk.Add(3 * time.Hour)
 	advanceWithin(t, h, "the re-armed timers, hours later")
 	for i, x := range recs {
@@ -94,7 +94,7 @@ func TestLate_BurstSortedInBatches(t *testing.T) {
 func TestLate_OrderOfPastDeadlines(t *testing.T) {
 	h, clk := newFake(t, WithShards(3))
 	roundRobin(h)
-	h.batch = 8
+	h.knobs().batch = 8
 	clk.Add(time.Minute)
 	var got []time.Duration
 	rec := func(d time.Duration) func() { return func() { got = append(got, d) } }
@@ -123,7 +123,7 @@ func TestLate_OrderOfPastDeadlines(t *testing.T) {
 func TestLate_TimerLeavesLimboForAnotherHierarchy(t *testing.T) {
 	h, clk := newFake(t, WithShards(1))
 	other, _ := newFake(t, WithShards(1))
-	h.batch = 8
+	h.knobs().batch = 8
 	clk.Add(time.Hour)
 	const n = 200
 	timers := make([]Timer, n)
@@ -143,7 +143,7 @@ func TestLate_TimerLeavesLimboForAnotherHierarchy(t *testing.T) {
 		}
 	})
 	next := 0
-	h.betweenBatches = func() {
+	h.knobs().betweenBatches = func() {
 		if next < n/2 {
 			tm := &timers[next]
 			next += 2
@@ -154,7 +154,7 @@ func TestLate_TimerLeavesLimboForAnotherHierarchy(t *testing.T) {
 		}
 	}
 	advanceWithin(t, h, "a sort of past deadlines, timers leaving for another hierarchy between its batches")
-	h.betweenBatches = nil
+	h.knobs().betweenBatches = nil
 	close(moved)
 	waitWithin(t, 10*time.Second, &wg, "the goroutine re-arming the timers that left")
 	assert.Equal(t, int64(n-next/2), fired.Load())

@@ -200,10 +200,10 @@ func TestMutants_SelfRearmForNowOncePerAdvance(t *testing.T) {
 // runs there), and the work then carries on.
 func TestMutants_BatchesLetTheLockGo(t *testing.T) {
 	h, clk := newFake(t, WithShards(1))
-	h.batch = 4
+	h.knobs().batch = 4
 	s := h.shards[0]
 	var yields, held int
-	h.betweenBatches = func() {
+	h.knobs().betweenBatches = func() {
 		yields++
 		if s.mu.TryLock() {
 			s.mu.Unlock()
@@ -238,7 +238,7 @@ func TestMutants_CascadeYieldsToWaiters(t *testing.T) {
 
 func cascadeWithWaiter(t *testing.T) {
 	h, clk := newFake(t, WithShards(1))
-	h.batch = 1
+	h.knobs().batch = 1
 	const n = 2000
 	timers := make([]*Timer, n)
 	for i := range timers {
@@ -337,7 +337,7 @@ func TestMutants_DriverRearmsAfterMockMovedBeforeArming(t *testing.T) {
 func TestMutants_NewTimerAvoidsHeldShard(t *testing.T) {
 	h, _ := newFake(t, WithShards(3))
 	s := h.shards[1]
-	h.pick = func() *shard { return s }
+	h.knobs().pick = func() *shard { return s }
 	s.mu.Lock()
 	done := make(chan *Timer, 1)
 	go func() { done <- h.AfterFunc(time.Second, func() {}) }()
@@ -399,7 +399,7 @@ func TestMutants_NextWithManyPastDeadlines(t *testing.T) {
 // meanwhile; and they fire in order.
 func TestMutants_NextWhileSortingPastDeadlines(t *testing.T) {
 	h, clk := newFake(t, WithShards(1))
-	h.batch = 4
+	h.knobs().batch = 4
 	clk.Add(time.Hour)
 	advanceWithin(t, h, "the next Advance")
 	now := clk.Now()
@@ -411,7 +411,7 @@ func TestMutants_NextWhileSortingPastDeadlines(t *testing.T) {
 	}
 	s := h.shards[0]
 	checked := false
-	h.betweenBatches = func() {
+	h.knobs().betweenBatches = func() {
 		s.lock()
 		limbo := s.sorting && s.late.empty()
 		s.mu.Unlock()
@@ -431,7 +431,7 @@ func TestMutants_NextWhileSortingPastDeadlines(t *testing.T) {
 		assert.Equal(t, h.dueTick(int64(now.Add(-10*time.Second).Sub(h.origin))), e, "the driver's next wake while sorting")
 	}
 	advanceWithin(t, h, "a sort of past deadlines, Next called between its batches")
-	h.betweenBatches = nil
+	h.knobs().betweenBatches = nil
 	require.True(t, checked, "the hook saw every past timer in limbo")
 	advanceWithin(t, h, "the Advance after")
 	assert.Len(t, got, 11)
@@ -445,7 +445,7 @@ func TestMutants_NextWhileSortingPastDeadlines(t *testing.T) {
 // two batches must not derail the merge.
 func TestMutants_MergeIntoOverdueWhileStopping(t *testing.T) {
 	h, clk := newFake(t, WithShards(1))
-	h.batch = 4
+	h.knobs().batch = 4
 	origin := h.origin
 	clk.Set(origin.Add(time.Hour))
 	advanceWithin(t, h, "the next Advance")
@@ -460,13 +460,13 @@ func TestMutants_MergeIntoOverdueWhileStopping(t *testing.T) {
 	for m := time.Duration(40); m < 48; m++ {
 		h.AtFunc(origin.Add(m*time.Minute), rec(m*time.Minute))
 	}
-	h.betweenBatches = func() {
+	h.knobs().betweenBatches = func() {
 		if len(overdue) > 0 && overdue[0].Stop() { // the merge's place in the overdue list, once merging
 			overdue = overdue[1:]
 		}
 	}
 	assert.Equal(t, 0, advanceWithin(t, h, "a merge of past deadlines into the overdue list"))
-	h.betweenBatches = nil
+	h.knobs().betweenBatches = nil
 	mustCheck(t, h)
 	clk.Set(origin.Add(2 * time.Hour))
 	advanceWithin(t, h, "firing the merged overdue list")
@@ -528,7 +528,7 @@ func TestMutants_LazyResetAsAdvanceEnds(t *testing.T) {
 		first, last := h.shards[0], h.shards[shards-1]
 		var pick atomic.Pointer[shard]
 		pick.Store(first)
-		h.pick = func() *shard { return pick.Load() }
+		h.knobs().pick = func() *shard { return pick.Load() }
 		armed := make(chan *Timer, 1)
 		var yFired atomic.Int32
 		h.AfterFunc(2*time.Second, func() {
@@ -584,7 +584,7 @@ func TestMutants_ArmingAsDriverGoesToSleep(t *testing.T) {
 		h, err := New(WithShards(32), WithLevels(8, 8, 8, 8, 8))
 		require.NoError(t, err)
 		first := h.shards[0]
-		h.pick = func() *shard { return first }
+		h.knobs().pick = func() *shard { return first }
 		h.Start()
 		defer h.Stop()
 		h.AfterFunc(time.Hour, func() {})
@@ -609,7 +609,7 @@ func TestMutants_ArmingAsDriverGoesToSleep(t *testing.T) {
 // there. It fires once, on the next Advance.
 func TestMutants_StopAndRearmSameTickWhileSorting(t *testing.T) {
 	h, clk := newFake(t, WithShards(1))
-	h.batch = 4
+	h.knobs().batch = 4
 	clk.Add(time.Hour)
 	advanceWithin(t, h, "the next Advance")
 	now := clk.Now()
@@ -619,7 +619,7 @@ func TestMutants_StopAndRearmSameTickWhileSorting(t *testing.T) {
 		timers = append(timers, h.AtFunc(now.Add(-time.Duration(10-i)*time.Second), func() { fired[i]++ }))
 	}
 	yields := 0
-	h.betweenBatches = func() {
+	h.knobs().betweenBatches = func() {
 		yields++
 		if yields == 1 { // the first batch is in limbo
 			x := timers[0]
@@ -628,7 +628,7 @@ func TestMutants_StopAndRearmSameTickWhileSorting(t *testing.T) {
 		}
 	}
 	n := advanceWithin(t, h, "a sort of past deadlines with a timer stopped and re-armed meanwhile")
-	h.betweenBatches = nil
+	h.knobs().betweenBatches = nil
 	mustCheck(t, h)
 	n += advanceWithin(t, h, "the Advance after")
 	assert.Equal(t, 10, n)
@@ -736,7 +736,7 @@ func TestMutants_LazyResetReadsFrontierBeforeNow(t *testing.T) {
 	first, last := h.shards[0], h.shards[1]
 	var pick atomic.Pointer[shard]
 	pick.Store(first)
-	h.pick = func() *shard { return pick.Load() }
+	h.knobs().pick = func() *shard { return pick.Load() }
 
 	// The goroutines below wait for each other at most 2s, then carry on
 	// and leave a flag for the test to report: they must not call t's

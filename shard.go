@@ -108,7 +108,7 @@ func (s *shard) lock() {
 // yieldLocked lets goroutines waiting for s.mu take it, then takes it
 // back. It is called between batches of long work. s.mu must be held.
 func (s *shard) yieldLocked() {
-	if hook := s.h.betweenBatches; hook != nil {
+	if hook := s.h.betweenBatchesHook(); hook != nil {
 		s.mu.Unlock()
 		hook()
 		s.lock()
@@ -376,7 +376,7 @@ func (s *shard) collectLocked(c int64) {
 func (s *shard) cascadeLocked(l *level, sl int) {
 	sent := &l.slots[sl]
 	for {
-		for range s.h.batch {
+		for range s.h.batchSize() {
 			t := sent.next
 			if t == sent {
 				break

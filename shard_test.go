@@ -23,7 +23,7 @@ import (
 // roundRobin makes h place new timers in its shards in turn.
 func roundRobin(h *Hierarchy) {
 	var n atomic.Int64
-	h.pick = func() *shard { return h.shards[int(n.Add(1))%len(h.shards)] }
+	h.knobs().pick = func() *shard { return h.shards[int(n.Add(1))%len(h.shards)] }
 }
 
 func TestShards_AdvanceMergesInDueOrder(t *testing.T) {
@@ -59,8 +59,8 @@ func TestShards_AdvanceSeesWorkFiledIntoAPassedShard(t *testing.T) {
 	h, clk := newFake(t, WithShards(2))
 	var into atomic.Pointer[shard]
 	into.Store(h.shards[0])
-	h.pick = func() *shard { return into.Load() }
-	h.moveAlways = true
+	h.knobs().pick = func() *shard { return into.Load() }
+	h.knobs().moveAlways = true
 	var got []string
 	var b Timer
 	b.Init(h, func() { got = append(got, "b at 150ms") })
@@ -230,7 +230,7 @@ func TestShards_HammerOneTimer(t *testing.T) {
 func TestCascade_TimersStayStoppableBetweenBatches(t *testing.T) {
 	h, clk := newFake(t, WithShards(2))
 	roundRobin(h)
-	h.batch = 16
+	h.knobs().batch = 16
 	const n = 20_000
 	type rec struct {
 		t       *Timer
@@ -311,7 +311,7 @@ func lazyTimer(t *testing.T) (*Hierarchy, *fakeClock, *Timer) {
 // stores its deadline between two batches, once its timer is at level 0.
 func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 	h, clk := newFake(t, WithShards(1))
-	h.batch = 1
+	h.knobs().batch = 1
 	origin := h.origin
 	s := h.shards[0]
 	tm := h.AtFunc(origin.Add(2*time.Minute+500*time.Millisecond), func() {})
@@ -340,7 +340,7 @@ func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 
 	batches := 0
 	var cascaded, reset, returned bool
-	h.betweenBatches = func() {
+	h.knobs().betweenBatches = func() {
 		if batches++; batches != 1 {
 			return
 		}
@@ -358,7 +358,7 @@ func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 	}
 	clk.Set(origin.Add(2 * time.Minute))
 	assert.Equal(t, 0, advanceWithin(t, h, "a cascade in batches of one, a Reset storing between two"))
-	h.betweenBatches = nil
+	h.knobs().betweenBatches = nil
 	require.True(t, cascaded, "the first batch of the cascade took the timer down to level 0")
 	require.True(t, returned, "hung: the Reset did not return within 2s while the cascade let the shard's lock go")
 	assert.True(t, reset, "the Reset found the timer armed")
@@ -560,7 +560,7 @@ func TestTimer_DeadlineBeforeFirstArming(t *testing.T) {
 func TestShards_UnarmedTimerFollowsItsUser(t *testing.T) {
 	h, clk := newFake(t, WithShards(3))
 	cur := h.shards[0]
-	h.pick = func() *shard { return cur }
+	h.knobs().pick = func() *shard { return cur }
 	var fired atomic.Int32
 	var tm Timer
 	tm.Init(h, func() { fired.Add(1) })
@@ -646,7 +646,7 @@ func TestShards_LenIsOneInstant(t *testing.T) {
 			h, err := New(WithShards(2))
 			require.NoError(t, err)
 			s0, s1 := h.shards[0], h.shards[1]
-			h.pick = func() *shard { return s0 }
+			h.knobs().pick = func() *shard { return s0 }
 			x := h.AfterFunc(time.Hour, func() {})
 
 			s1.mu.Lock()
@@ -705,7 +705,7 @@ func BenchmarkAdvance_Shards(b *testing.B) {
 	for _, n := range []int{1, 8, 32, 64} {
 		b.Run(fmt.Sprintf("shards=%d", n), func(b *testing.B) {
 			h, clk := newFake(b, WithShards(n))
-			h.pick = func() *shard { return h.shards[0] }
+			h.knobs().pick = func() *shard { return h.shards[0] }
 			f := func() {}
 			for b.Loop() {
 				b.StopTimer()

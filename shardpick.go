@@ -15,8 +15,8 @@ func (h *Hierarchy) pickShard() *shard {
 	if len(h.shards) == 1 {
 		return h.shards[0]
 	}
-	if h.pick != nil {
-		return h.pick()
+	if pick := h.pickHook(); pick != nil {
+		return pick()
 	}
 	s := h.hints.Get().(*shard)
 	h.hints.Put(s)
@@ -42,7 +42,7 @@ func (h *Hierarchy) lockAnyShard(s *shard) *shard {
 // shards, GOMAXPROCS raised after New, an earlier prefer): then they meet
 // on its lock, and the one that finds it held moves on.
 func (h *Hierarchy) prefer(s *shard) {
-	if h.pick != nil {
+	if h.pickHook() != nil {
 		return
 	}
 	h.hints.Get() // most likely this processor's

@@ -211,13 +211,13 @@ func newSim(tb testing.TB, l layout, desc string, src source) *sim {
 	if n := len(h.shards); n > 1 {
 		// Spread the timers over the shards at random, so that Advance
 		// merges them and every operation meets timers of other shards.
-		h.pick = func() *shard { return h.shards[src.intn(int64(n))] }
-		h.moveAlways = true // and let re-armed timers change shards
+		h.knobs().pick = func() *shard { return h.shards[src.intn(int64(n))] }
+		h.knobs().moveAlways = true // and let re-armed timers change shards
 	}
 	// Cascade in batches of a few timers, and arm, stop and reset timers
 	// between the batches, as other goroutines may.
-	h.batch = 1 + int(src.intn(4))
-	h.betweenBatches = s.betweenBatches
+	h.knobs().batch = 1 + int(src.intn(4))
+	h.knobs().betweenBatches = s.betweenBatches
 	w := int64(1)
 	for _, n := range slots {
 		s.widths = append(s.widths, w)

@@ -19,7 +19,7 @@ import (
 func TestSnapshot_NextSeesAHandOffAcrossShards(t *testing.T) {
 	h, clk := newFake(t, WithShards(2))
 	var which atomic.Int32
-	h.pick = func() *shard { return h.shards[which.Load()] }
+	h.knobs().pick = func() *shard { return h.shards[which.Load()] }
 	deadline := clk.Now().Add(time.Second)
 	old := h.AtFunc(deadline, func() {})
 	stop := make(chan struct{})
@@ -93,7 +93,7 @@ func TestSnapshot_TimeoutsLenIsOneInstant(t *testing.T) {
 func TestSnapshot_NextHoldsEveryShardAtOnce(t *testing.T) {
 	h, clk := newFake(t, WithShards(2))
 	s0, s1 := h.shards[0], h.shards[1]
-	h.pick = func() *shard { return s0 }
+	h.knobs().pick = func() *shard { return s0 }
 	h.AtFunc(clk.Now().Add(time.Second), func() {})
 	s1.lock()
 	done := make(chan bool, 1)

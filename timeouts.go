@@ -124,10 +124,6 @@ func (s *Timeouts[K]) Add(k K, d time.Duration) {
 	s.add(k, d)
 }
 
-// testHookAdd, if set by a test, runs in add before the shard's lock is
-// taken.
-var testHookAdd func()
-
 // add is Add; it reports whether k was newly added (not re-armed).
 func (s *Timeouts[K]) add(k K, d time.Duration) bool {
 	hash, sh, ok := s.locate(k)

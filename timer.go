@@ -198,10 +198,6 @@ func (t *Timer) Deadline() time.Time {
 	return s.h.origin.Add(time.Duration(w))
 }
 
-// testHookReset, if set by a test, runs at the start of resetTo, before
-// the shard's lock is taken.
-var testHookReset func(t *Timer)
-
 // An arming says how resetTo re-arms a timer.
 type arming struct {
 	v      int64 // the deadline in ns since the origin, or, if rel, the duration from now
@@ -256,7 +252,7 @@ func (t *Timer) resetTo(a arming) bool {
 			s.mu.Unlock()
 			return false
 		}
-		if a.move && (contended || s.h.moveAlways) {
+		if a.move && (contended || s.h.hooks != nil && s.h.hooks.moveAlways) {
 			if n := s.h.pickShard(); n != s && n.mu.TryLock() {
 				t.b.Store(n.bindingLocked(a.period, t.b.Load().exec))
 				s.mu.Unlock()
