@@ -406,7 +406,7 @@ func (s *shard) fireLocked(clockNs int64, held *bool) (ran int) {
 		s.stats.lateness.add(satAdd(clockNs, -max(s.h.tickNanos(filed), math.MinInt64+1))) // saturated: a deadline centuries past is very late, not on time
 		switch per := int64(t.mode & modePeriod); {
 		case per > 0:
-			next := nextInstant(t.when.Load(), per, clockNs)
+			next := s.h.nextRun(t.when.Load(), per, clockNs)
 			t.when.Store(next)
 			s.stats.fired++
 			s.stats.armed++ // the next run is an arming of its own
