@@ -97,8 +97,9 @@ func TestPeriodic_NeverEarlyOffTheTick(t *testing.T) {
 }
 
 // TestPeriodic_MissedRunsAreSkipped: a jump over several instants runs f
-// once, and the next run is the first instant after the Advance's clock,
-// as time.Ticker drops ticks.
+// once, and the next run is the first instant not yet due at the Advance
+// (here, on the tick, the first after its clock), as time.Ticker drops
+// ticks.
 func TestPeriodic_MissedRunsAreSkipped(t *testing.T) {
 	h, clk := newFake(t)
 	start := clk.Now()
