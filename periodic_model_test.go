@@ -483,10 +483,10 @@ func runPModel(t *testing.T, l layout, desc string, src source) map[string]int {
 }
 
 // TestPeriodicModel runs seeded scripts on every layout of the simulation.
-// TIMINGWHEEL_LONG=1 runs ten times the seeds (about 30s under the race
+// TIMINGWHEEL_LONG=1 runs five times the seeds (about 15s under the race
 // detector on 2 cores; the default run takes about 3s).
 func TestPeriodicModel(t *testing.T) {
-	seeds, ops := volume(4, 40), 1500
+	seeds, ops := volume(4, 20), 1500
 	total := map[string]int{}
 	for _, l := range simLayouts {
 		for seed := range uint64(seeds) {
