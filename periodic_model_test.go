@@ -130,8 +130,9 @@ func (m *pmodel) at(w int64) time.Time { return m.h.origin.Add(time.Duration(w))
 // few ticks (on the tick or off it), or about a slot of a coarse level.
 func (m *pmodel) randPeriod() int64 {
 	switch m.src.intn(6) {
-	case 0:
-		return 1 + m.src.intn(m.tick) // a tick or less
+	case 0: // a tick or less, down to a sixteenth (the naive ticker steps each instant)
+		low := max(1, m.tick/16)
+		return low + m.src.intn(m.tick-low+1)
 	case 1:
 		return m.tick
 	case 2:
@@ -323,9 +324,15 @@ func (m *pmodel) armNew(periodic bool) {
 	m.timers = append(m.timers, pt)
 }
 
-// move moves the clock for the next Advance.
+// move moves the clock for the next Advance, forward by no more than the
+// naive ticker affords: pmMaxSteps instants of the shortest period.
 func (m *pmodel) move() {
 	now := m.mock.Now()
+	defer func() {
+		if limit := mulSat(pmMaxSteps, m.minPeriod()); m.mock.Now().Sub(now) > time.Duration(limit) {
+			m.mock.Set(now.Add(time.Duration(limit)))
+		}
+	}()
 	switch m.src.intn(10) {
 	case 0, 1, 2: // to when Next says there is work, on the tick or a little late
 		next, ok := m.h.Next()
@@ -358,7 +365,7 @@ func (m *pmodel) move() {
 		m.mock.Add(time.Duration(m.src.intn(20)*m.tick + m.src.intn(m.tick)))
 	default: // a jump across coarse levels, as far as the naive ticker affords
 		w := m.widths[1+m.src.intn(int64(len(m.widths)-1))]
-		limit := min(mulSat(4*w, m.tick), mulSat(pmMaxSteps, m.minPeriod()), int64(24*time.Hour*365))
+		limit := min(mulSat(4*w, m.tick), int64(24*time.Hour*365))
 		m.mock.Add(time.Duration(1 + m.src.intn(limit)))
 		m.stats["jump"]++
 	}
