@@ -113,10 +113,10 @@ func (h *Hierarchy) idle() {
 // nothing if the driver is already running.
 //
 // Callbacks run on the driver goroutine. A callback must not call Start or
-// [Hierarchy.Stop] (Stop panics). A callback that panics there crashes the program, as a
-// panic in any goroutine does; recover inside the callback if that is not
-// wanted. Call Stop to end the goroutine when the hierarchy is no longer
-// needed.
+// [Hierarchy.Stop] (Stop panics). A callback that panics there crashes the
+// program, as a panic in any goroutine does; recover inside the callback
+// if that is not wanted. Call Stop to end the goroutine when the hierarchy
+// is no longer needed.
 //
 // In tests, prefer [Hierarchy.Advance] with a [clock.Mock], or Start with
 // the real clock inside a testing/synctest bubble (Start may be called in
