@@ -5,15 +5,21 @@ import (
 	"sync"
 )
 
-// Advance runs, on the calling goroutine, the callback of every armed timer
-// whose deadline, rounded up to a tick, is at or before the clock's reading
-// now, in order of those rounded deadlines across all shards. It returns
-// how many callbacks ran. It cascades coarse slots on the way, visiting
-// only slots that hold timers, so a jump of the clock by any amount costs
-// work proportional to the timers due and the occupied slots crossed.
+// Advance runs on the calling goroutine the callback of every armed timer
+// due by the clock's reading now, and panics if called from one of h's own
+// callbacks, which it would otherwise wait for forever.
 //
-// Calls of Advance, including the driver's, are serialized: a callback must
-// not call Advance or [Hierarchy.Stop], which would wait for it. A timer
+// A timer is due once its deadline, rounded up to a tick, is at or before
+// the clock's reading; the callbacks run in order of those rounded
+// deadlines across all shards. Advance returns how many callbacks ran. It
+// cascades coarse slots on the way, visiting only slots that hold timers,
+// so a jump of the clock by any amount costs work proportional to the
+// timers due and the occupied slots crossed.
+//
+// Calls of Advance, including the driver's, are serialized: one returns
+// before the next starts firing. So a callback must not call Advance or
+// [Hierarchy.Stop], which would wait for it; both panic instead (Stop only
+// while the driver runs: without one it returns at once). A timer
 // armed by a callback for a time already reached fires in this Advance or
 // the next. If a callback panics, the panic propagates to the caller of
 // Advance; the hierarchy stays consistent and the timers still due fire on
@@ -24,8 +30,24 @@ import (
 // of their own and Advance returns once all have run.
 func (h *Hierarchy) Advance() int {
 	h.mustBeMade("Advance")
-	h.advMu.Lock()
+	if !h.advMu.TryLock() {
+		// Another Advance runs: wait for it, unless it is the one running
+		// this very call's callback.
+		if h.inOwnCallback() {
+			panic("timingwheel: Hierarchy.Advance called from a callback of the same Hierarchy; " +
+				"it would wait forever for the Advance running that callback")
+		}
+		h.advMu.Lock()
+	}
 	defer h.advMu.Unlock()
+	ran := 0
+	h.marked(func() { ran = h.advance() })
+	return ran
+}
+
+// advance is Advance's work, with h.advMu held and h's number on the
+// stack.
+func (h *Hierarchy) advance() int {
 	ns := h.elapsed()
 	target := min(floorDiv(ns, h.tick), h.lastTick)
 	for _, s := range h.shards {
@@ -147,25 +169,27 @@ func (h *Hierarchy) advanceParallel(target, ns int64) int {
 			continue
 		}
 		wg.Go(func() {
-			n := 0
-			defer func() {
-				r := recover()
-				mu.Lock()
-				ran += n
-				if r != nil && !found {
-					perr, found = r, true
+			h.marked(func() { // a callback here calling Advance or Stop would wait for this goroutine
+				n := 0
+				defer func() {
+					r := recover()
+					mu.Lock()
+					ran += n
+					if r != nil && !found {
+						perr, found = r, true
+					}
+					mu.Unlock()
+				}()
+				for {
+					s.lock()
+					c, due := s.nextWorkLocked(target)
+					s.mu.Unlock()
+					if !due {
+						return
+					}
+					n += s.advanceTo(c, ns)
 				}
-				mu.Unlock()
-			}()
-			for {
-				s.lock()
-				c, due := s.nextWorkLocked(target)
-				s.mu.Unlock()
-				if !due {
-					return
-				}
-				n += s.advanceTo(c, ns)
-			}
+			})
 		})
 	}
 	wg.Wait()

@@ -31,6 +31,12 @@ type driver struct {
 
 	runMu      sync.Mutex // serializes Start and Stop
 	stop, done chan struct{}
+
+	// num is the hierarchy's number, which the goroutine advancing it
+	// carries on its stack, so that Advance and Stop called from one of
+	// its callbacks panic instead of waiting for themselves (see
+	// inOwnCallback); 0 until the first Advance.
+	num atomic.Uint64
 }
 
 // Markers kept in driver.sleepUntil.
@@ -107,10 +113,10 @@ func (h *Hierarchy) idle() {
 // nothing if the driver is already running.
 //
 // Callbacks run on the driver goroutine. A callback must not call Start or
-// [Hierarchy.Stop]. A callback that panics there crashes the program, as a
-// panic in any goroutine does; recover inside the callback if that is not
-// wanted. Call Stop to end the goroutine when the hierarchy is no longer
-// needed.
+// [Hierarchy.Stop] (Stop panics). A callback that panics there crashes the
+// program, as a panic in any goroutine does; recover inside the callback
+// if that is not wanted. Call Stop to end the goroutine when the hierarchy
+// is no longer needed.
 //
 // In tests, prefer [Hierarchy.Advance] with a [clock.Mock], or Start with
 // the real clock inside a testing/synctest bubble (Start may be called in
@@ -132,13 +138,23 @@ func (h *Hierarchy) Start() {
 	go h.drive(dr.stop, wake, dr.done)
 }
 
-// Stop stops the driver and waits for it to exit, which includes waiting for
-// a callback it is running. Armed timers stay armed, to fire once the driver
-// is started again or Advance is called. Stop returns at once if the driver
-// is not running. A callback must not call Stop: it would wait for itself.
+// Stop stops the driver and waits for it to exit, and panics if called from
+// one of h's own callbacks while the driver runs, as it would wait forever
+// for a driver that cannot end before that callback returns.
+//
+// Waiting for the driver includes waiting for a callback it is running.
+// Armed timers stay armed, to fire once the driver is started again or
+// Advance is called. Stop returns at once if the driver is not running,
+// also from a callback (of an Advance loop of the caller's own).
 func (h *Hierarchy) Stop() {
 	h.mustBeMade("Stop")
 	dr := &h.driver
+	// Before runMu: a Stop of another goroutine may hold it, waiting for
+	// the driver, which waits for this callback.
+	if dr.sleepUntil.Load() != notRunning && h.inOwnCallback() {
+		panic("timingwheel: Hierarchy.Stop called from a callback of the same Hierarchy while its driver runs; " +
+			"it would wait forever for the driver, which waits for the callback to return (stop the driver from another goroutine)")
+	}
 	dr.runMu.Lock()
 	defer dr.runMu.Unlock()
 	if dr.stop == nil {

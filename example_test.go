@@ -2,6 +2,8 @@ package timingwheel_test
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -9,7 +11,47 @@ import (
 )
 
 // README.md shows ExampleHierarchy_AfterFunc (quick start) and ExampleTimer_Reset
-// (timers held by value) word for word; examples/readme checks that they match.
+// (timers held by value) word for word, and a part of ExampleHierarchy_Every;
+// examples/readme checks that they match.
+
+// The package doc's snippet, with the driver and a real connection: the
+// server's side is closed once nothing pushed its timer back for 30ms.
+func Example() {
+	h, err := timingwheel.New() // 1ms tick; levels of ms, s, min, h
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	h.Start()
+	defer h.Stop()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	conn, err := ln.Accept()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	t := h.AfterFunc(30*time.Millisecond, func() { conn.Close() })
+	t.Reset(30 * time.Millisecond) // heartbeat: push the deadline back
+
+	client.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err = client.Read(make([]byte, 1)) // until the server's side is closed
+	fmt.Println("closed:", err == io.EOF, "armed:", h.Len())
+	// Output:
+	// closed: true armed: 0
+}
 
 func ExampleNew() {
 	// A 10ms tick and three levels: 10ms slots for a second, 1s slots for a
@@ -282,20 +324,29 @@ func ExampleTimeouts_Remove() {
 
 func ExampleHierarchy_Every() {
 	// A keepalive every 30s on a grid that does not drift: the runs are
-	// due at 30s, 60s, 90s after Every, however late each one ran.
+	// due at 30s, 60s, 90s after it was armed, however late each one ran.
 	mock := clock.NewMock()
 	h, _ := timingwheel.New(timingwheel.WithClock(mock))
 	start := mock.Now()
 
-	var t *timingwheel.Timer
+	// A callback that uses its own timer (to stop it, or to read its
+	// Deadline) needs the timer bound before it is armed: Init, then
+	// ResetEvery. Written t = h.Every(p, f), a running driver may call f
+	// before t is assigned, a data race.
+	var t timingwheel.Timer
 	runs := 0
-	t = h.Every(30*time.Second, func() {
+	t.Init(h, func() {
 		runs++
 		fmt.Println("keepalive at", mock.Now().Sub(start), "next due", t.Deadline().Sub(start))
 		if runs == 3 {
 			t.Stop() // the next run is armed already: Stop from inside wins
 		}
 	})
+	t.ResetEvery(30 * time.Second)
+
+	// A callback that does not use its timer may be armed by Every.
+	minutes := 0
+	perMinute := h.Every(time.Minute, func() { minutes++ })
 
 	mock.Add(31 * time.Second) // the driver was a second late
 	h.Advance()
@@ -305,12 +356,12 @@ func ExampleHierarchy_Every() {
 	h.Advance()
 	mock.Add(time.Hour)
 	h.Advance()
-	fmt.Println("runs:", runs)
+	fmt.Println("runs:", runs, "minutes:", minutes, "stopped:", perMinute.Stop())
 	// Output:
 	// keepalive at 31s next due 1m0s
 	// keepalive at 1m0s next due 1m30s
 	// keepalive at 2m15s next due 2m30s
-	// runs: 3
+	// runs: 3 minutes: 3 stopped: true
 }
 
 func ExampleTimer_ResetEvery() {

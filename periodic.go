@@ -15,8 +15,12 @@ import (
 //
 // If one [Hierarchy.Advance] finds several instants due (the driver ran
 // late, or the clock jumped), f runs once, and the next run is the first
-// instant after that Advance's clock: missed runs are skipped, as a
-// [time.Ticker] drops ticks for a slow receiver.
+// instant not yet due at that Advance, whose tick is after the Advance's
+// tick: only runs that were due are skipped, as a [time.Ticker] drops only
+// the ticks a slow receiver missed. An instant that lies before the clock
+// but whose tick has not come is not missed, so a driver that wakes a
+// little late within a tick loses no run: Every(tick, f) runs f once per
+// tick.
 //
 // The next run is armed before f starts, so the timer is armed while f
 // runs: [Timer.Stop], from f itself or from any goroutine while f runs,
@@ -51,12 +55,41 @@ func period(method string, p time.Duration) int64 {
 	return int64(p)
 }
 
-// nextInstant returns the first instant when+k·per (k >= 1) after clock,
-// all in ns since the origin, saturated at the end of time.
-func nextInstant(when, per, clock int64) int64 {
+// nextRun returns the instant of the next run of a periodic timer with
+// instants when+k·per that an Advance whose clock read clockNs (ns since
+// the origin) is firing: the first instant not yet due at that Advance,
+// whose due tick is after the Advance's tick. An instant before the clock
+// whose tick has not come is not missed: its run is the next one, so a
+// driver that wakes a little late within a tick loses no run.
+//
+// fireLocked calls it with the timer's when and period and the clock
+// reading it was given; the Advance's tick is derived from that reading
+// exactly as Advance derives it.
+func (h *Hierarchy) nextRun(when, per, clockNs int64) int64 {
+	tick := min(floorDiv(clockNs, h.tick), h.lastTick) // Advance's target
+	// An instant is due after tick exactly when it lies after the tick's
+	// start: dueTick(x) > tick if and only if x > tick·h.tick.
+	return nextInstant(when, per, h.tickNanos(tick))
+}
+
+// rearmPeriodicLocked arms t, a periodic timer with period per that is
+// firing now, for its next run, before its callback starts (so Stop from
+// the callback wins). clockNs is the clock reading of the Advance (see
+// nextRun). s.mu must be held.
+func (s *shard) rearmPeriodicLocked(t *Timer, per, clockNs int64) {
+	next := s.h.nextRun(t.when, per, clockNs)
+	t.when = next
+	s.stats.fired++
+	s.stats.armed++ // the next run is an arming of its own
+	s.armLocked(t, s.h.dueTick(next))
+}
+
+// nextInstant returns the first instant when+k·per (k >= 1) after ns, all
+// in ns since the origin, saturated at the end of time.
+func nextInstant(when, per, ns int64) int64 {
 	k := uint64(1)
-	if clock >= when {
-		k = uint64(satAdd(clock, -when))/uint64(per) + 1
+	if ns >= when {
+		k = uint64(satAdd(ns, -when))/uint64(per) + 1
 	}
 	hi, lo := bits.Mul64(k, uint64(per))
 	if hi != 0 || lo > math.MaxInt64 {

@@ -1,6 +1,7 @@
 package timingwheel
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -96,8 +97,9 @@ func TestPeriodic_NeverEarlyOffTheTick(t *testing.T) {
 }
 
 // TestPeriodic_MissedRunsAreSkipped: a jump over several instants runs f
-// once, and the next run is the first instant after the Advance's clock,
-// as time.Ticker drops ticks.
+// once, and the next run is the first instant not yet due at the Advance
+// (here, on the tick, the first after its clock), as time.Ticker drops
+// ticks.
 func TestPeriodic_MissedRunsAreSkipped(t *testing.T) {
 	h, clk := newFake(t)
 	start := clk.Now()
@@ -350,4 +352,119 @@ func TestPeriodic_RealDriverNeverEarly(t *testing.T) {
 		r.mu.Unlock()
 	}
 	assert.Equal(t, 0, h.Len())
+}
+
+// TestPeriodic_LateAdvanceWithinTheTickSkipsNoRunNotDue is issue 29's
+// case: tick 1ms, Every(1ms) armed at 0.5ms, so the runs are due at ticks
+// 2, 3, 4, 5ms (instants 1.5, 2.5, 3.5, 4.5ms). An Advance at 3.6ms (tick
+// 3) runs the 2.5ms instant; the 3.5ms instant is not due until tick 4, so
+// it is the next run, although it lies before the clock. The code before
+// took the next instant after the raw clock (4.5ms) and lost it.
+func TestPeriodic_LateAdvanceWithinTheTickSkipsNoRunNotDue(t *testing.T) {
+	h, clk := newFake(t)
+	start := clk.Now()
+	at := func(d time.Duration) time.Time { return start.Add(d) }
+	clk.Add(500 * time.Microsecond)
+	r := &runTimes{now: func() time.Duration { return clk.Now().Sub(start) }}
+	tm := h.Every(time.Millisecond, r.fn())
+	assert.Equal(t, at(1500*time.Microsecond), tm.Deadline())
+	for _, step := range []struct {
+		clock time.Duration
+		runs  int
+		next  time.Duration // Deadline after the Advance
+	}{
+		{2 * time.Millisecond, 1, 2500 * time.Microsecond},
+		{3600 * time.Microsecond, 1, 3500 * time.Microsecond}, // 3.5ms is before the clock, but due at tick 4
+		{4 * time.Millisecond, 1, 4500 * time.Microsecond},    // the code before ran nothing here
+		{5 * time.Millisecond, 1, 5500 * time.Microsecond},
+	} {
+		clk.Set(at(step.clock))
+		assert.Equal(t, step.runs, advanceWithin(t, h, "to "+step.clock.String()), "runs of the Advance at %v", step.clock)
+		assert.Equal(t, at(step.next), tm.Deadline(), "next run after the Advance at %v", step.clock)
+	}
+	assert.Equal(t, []time.Duration{2e6, 3600e3, 4e6, 5e6}, r.take())
+	mustCheck(t, h)
+}
+
+// TestPeriodic_EveryTickRunsOncePerTickWhenAdvanceIsLateWithinIt: Every(tick)
+// armed off the tick, advanced each tick a little late (later within the
+// tick than the instants): one run per tick, none lost. The code before
+// ran every other tick.
+func TestPeriodic_EveryTickRunsOncePerTickWhenAdvanceIsLateWithinIt(t *testing.T) {
+	for _, c := range []struct{ offset, late time.Duration }{
+		{200 * time.Microsecond, 500 * time.Microsecond},
+		{1, 2},                      // an instant 1ns after the tick, the Advance 2ns after
+		{0, 999 * time.Microsecond}, // on the tick, Advance at the end of it
+		{999 * time.Microsecond, 999*time.Microsecond + 1},
+	} {
+		t.Run(fmt.Sprintf("offset=%v,late=%v", c.offset, c.late), func(t *testing.T) {
+			h, clk := newFake(t)
+			start := clk.Now()
+			clk.Add(c.offset)
+			runs := 0
+			tm := h.Every(time.Millisecond, func() { runs++ })
+			const ticks = 100
+			for k := 1; k <= ticks; k++ {
+				clk.Set(start.Add(time.Duration(k)*time.Millisecond + c.late))
+				due := 1
+				if k == 1 && c.offset > 0 {
+					due = 0 // the first instant, 1ms+offset, is due at tick 2
+				}
+				require.Equal(t, due, advanceWithin(t, h, "a late Advance"), "runs at tick %d", k)
+			}
+			wantRuns := ticks
+			if c.offset > 0 {
+				wantRuns--
+			}
+			assert.Equal(t, wantRuns, runs)
+			next := time.Duration(wantRuns+1)*time.Millisecond + c.offset
+			assert.Equal(t, start.Add(next), tm.Deadline(), "the next run is the first instant not yet due")
+		})
+	}
+}
+
+// TestPeriodic_DriverHeldUpWithinTheTickLosesNoRun runs the driver (in a
+// synctest bubble) with a slow callback that holds it past a tick
+// boundary, so that the driver's next Advance comes a little late within
+// its tick, as a real driver's wake-up does. A periodic timer whose
+// instants lie in that gap still runs once per tick: the code before ran
+// it on about half of them.
+func TestPeriodic_DriverHeldUpWithinTheTickLosesNoRun(t *testing.T) {
+	inBubble(t, "a periodic timer beside a slow callback", func(t *testing.T) {
+		h, err := New(WithTick(time.Millisecond))
+		require.NoError(t, err)
+		h.Start()
+		defer h.Stop()
+		start := time.Now()
+		// Every 2ms, a callback that takes 1.3ms: the Advance after it
+		// starts 0.3ms into the next tick.
+		slow := h.Every(2*time.Millisecond, func() { time.Sleep(1300 * time.Microsecond) })
+		time.Sleep(200 * time.Microsecond)
+		var mu sync.Mutex
+		var at []time.Duration
+		tm := h.Every(time.Millisecond, func() {
+			mu.Lock()
+			at = append(at, time.Since(start))
+			mu.Unlock()
+		})
+		// At 101.5ms the driver sleeps: the slow callback of tick 100 ended
+		// at 101.3ms, and the Advance then ran the instant due at tick 101.
+		time.Sleep(101300 * time.Microsecond)
+		assert.True(t, tm.Stop())
+		assert.True(t, slow.Stop())
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		// The instants are at k ms + 0.2ms, k >= 1, due at tick k+1: those
+		// due by 101ms are k = 1..100.
+		require.Len(t, at, 100, "one run per tick: %v", at)
+		for i, got := range at {
+			instant := time.Duration(i+1)*time.Millisecond + 200*time.Microsecond
+			assert.GreaterOrEqual(t, got, instant, "run %d early", i+1)
+			// Late by at most the rounding up to the tick, the slow callback
+			// run before it in the same Advance, and the late start of that
+			// Advance.
+			assert.LessOrEqual(t, got, instant+800*time.Microsecond+1300*time.Microsecond+300*time.Microsecond, "run %d too late", i+1)
+		}
+	})
 }

@@ -418,11 +418,7 @@ func (s *shard) fireLocked(clockNs int64, held *bool) (ran int) {
 		b := t.b.Load()
 		switch {
 		case b.period > 0:
-			next := nextInstant(t.when, b.period, clockNs)
-			t.when = next
-			s.stats.fired++
-			s.stats.armed++ // the next run is an arming of its own
-			s.armLocked(t, s.h.dueTick(next))
+			s.rearmPeriodicLocked(t, b.period, clockNs)
 		case b.exec:
 			t.filed = unarmed // still counted: armed until the run starts (see runOn)
 		default:

@@ -340,7 +340,8 @@ func (s *sim) runSome() {
 
 // fire checks a firing by the wheel against the model and applies it: a
 // one-shot timer is disarmed (or its run handed over), a periodic one is
-// re-armed for the first instant on its grid after the Advance's clock.
+// re-armed for the first instant on its grid not yet due at the Advance
+// (due after the Advance's tick).
 func (s *sim) fire(st *simTimer) {
 	if !s.inAdvance {
 		s.fatalf("callback ran outside Advance")
@@ -364,7 +365,9 @@ func (s *sim) fire(st *simTimer) {
 	}
 	switch {
 	case st.period > 0:
-		next := modelNextInstant(st.when, st.period, s.clockNs)
+		// The first instant not yet due at this Advance: after its tick's
+		// start (one before the clock whose tick is later is not missed).
+		next := modelNextInstant(st.when, st.period, mulSat(s.target, s.tick))
 		if next > st.when+st.period && st.when+st.period > st.when {
 			s.stats["periodic-skipped-runs"]++
 		}

@@ -5,13 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/scanner"
+	"go/token"
 	"io"
 	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -21,8 +25,9 @@ import (
 )
 
 // Each ```go block of README.md must appear verbatim in this file or, for
-// the examples it shows (the quick start, timers held by value), in the
-// root example_test.go.
+// the examples it shows (the quick start, timers held by value, periodic
+// timers), in the root example_test.go. Each function shown here is run by
+// a test of this file.
 func TestREADMESnippets(t *testing.T) {
 	own, err := os.ReadFile("readme_test.go")
 	if err != nil {
@@ -226,4 +231,351 @@ func ping(c net.Conn) {
 	// deadline at most.
 	c.SetWriteDeadline(time.Now().Add(10 * time.Millisecond))
 	c.Write([]byte("ping\n"))
+}
+
+// manualClock is a clock moved by hand, like clock.Mock but without the
+// millisecond of real time that a Mock sleeps on every move: a day of
+// heartbeats a minute apart is 1,500 moves. It answers only Now and Since,
+// which is all the hierarchy reads without its driver.
+type manualClock struct {
+	clock.Clock // nil: any other method panics
+	mu          sync.Mutex
+	now         time.Time
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+func (c *manualClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// TestIdleEvents runs idleEvents on a clock advanced by hand, over real
+// sockets on 127.0.0.1: a silent client gets a ping every 15s and is
+// closed after a minute; one that talks at least once a minute (the
+// server echoes each line, so its Read has re-armed the idle close before
+// the clock moves on) stays open until it is cut at a day.
+func TestIdleEvents(t *testing.T) {
+	mock := &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	h, err := timingwheel.New(timingwheel.WithClock(mock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapped := idleEvents(h, ln)
+	defer wrapped.Close()
+	dial := func() (client net.Conn, lines *bufio.Reader, server net.Conn) {
+		t.Helper()
+		client, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { client.Close() })
+		server, err = wrapped.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { server.Close() })
+		client.SetReadDeadline(time.Now().Add(20 * time.Second)) // a watchdog: a hung read fails the test
+		return client, bufio.NewReader(client), server
+	}
+	_, silentLines, _ := dial()
+	talker, talkerLines, talkerServer := dial()
+	go func() { // echo, line by line
+		lines := bufio.NewScanner(talkerServer)
+		for lines.Scan() {
+			// Set its own write deadline: ping's is 10ms, for every write.
+			talkerServer.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			if _, err := fmt.Fprintln(talkerServer, lines.Text()); err != nil {
+				return
+			}
+		}
+	}()
+	// talk sends a line and reads its echo, past the pings written since.
+	talk := func(at time.Duration) {
+		t.Helper()
+		if _, err := fmt.Fprintln(talker, "hello"); err != nil {
+			t.Fatalf("at %v: the talking client was closed: %v", at, err)
+		}
+		for {
+			line, err := talkerLines.ReadString('\n')
+			if err != nil {
+				t.Fatalf("at %v: the talking client: %v", at, err)
+			}
+			if line == "hello\n" {
+				return
+			}
+			if line != "ping\n" {
+				t.Fatalf("at %v: the talking client read %q", at, line)
+			}
+		}
+	}
+	advance := func(d time.Duration) {
+		mock.Add(d)
+		h.Advance()
+	}
+
+	for at := 15 * time.Second; at < time.Minute; at += 15 * time.Second {
+		advance(15 * time.Second)
+		if line, err := silentLines.ReadString('\n'); err != nil || line != "ping\n" {
+			t.Fatalf("the silent client at %v: %q, %v; want a ping", at, line, err)
+		}
+	}
+	talk(45 * time.Second)
+	advance(15 * time.Second) // a minute with nothing read from the silent client; its next ping is due too
+	for {
+		line, err := silentLines.ReadString('\n')
+		if err == io.EOF {
+			break
+		}
+		if err != nil || line != "ping\n" {
+			t.Fatalf("the silent client at a minute: %q, %v; want at most a ping, then the close", line, err)
+		}
+	}
+
+	at := time.Minute
+	for ; at+59*time.Second < 24*time.Hour; at += 59 * time.Second {
+		talk(at)
+		advance(59 * time.Second)
+	}
+	talk(at)
+	advance(24*time.Hour - at) // a day since it was wrapped
+	fmt.Fprintln(talker, "hello")
+	for {
+		line, err := talkerLines.ReadString('\n')
+		if err == io.EOF {
+			break
+		}
+		if err != nil || line != "ping\n" {
+			t.Fatalf("the talking client at a day: %q, %v; want closed by MaxLifetime", line, err)
+		}
+	}
+}
+
+// session is a conn whose writes are all made by its own writer goroutine.
+type session struct {
+	conn  net.Conn
+	pings chan struct{} // buffered, one slot: the writer sends a ping for it
+}
+
+// pingIdle is the session's OnWriteIdle function: it never blocks.
+func (sess *session) pingIdle(net.Conn) {
+	select {
+	case sess.pings <- struct{}{}:
+	default: // the writer is busy writing: no ping needed
+	}
+}
+
+// TestSessionPingIdle runs pingIdle with the driver, over real sockets on
+// 127.0.0.1: the session's writer sends the pings it is handed.
+func TestSessionPingIdle(t *testing.T) {
+	h, err := timingwheel.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Start()
+	defer h.Stop()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	raw, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := &session{pings: make(chan struct{}, 1)}
+	sess.conn = h.IdleConn(raw, time.Minute, timingwheel.OnWriteIdle(20*time.Millisecond, sess.pingIdle))
+	go func() { // the writer
+		for range sess.pings {
+			if _, err := sess.conn.Write([]byte("ping\n")); err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		sess.conn.Close() // stops its events
+		h.Stop()          // waits for a callback running
+		close(sess.pings) // then no pingIdle can send on it
+	}()
+	client.SetReadDeadline(time.Now().Add(10 * time.Second)) // a watchdog
+	lines := bufio.NewReader(client)
+	for i := range 3 {
+		if line, err := lines.ReadString('\n'); err != nil || line != "ping\n" {
+			t.Fatalf("ping %d: %q, %v", i+1, line, err)
+		}
+	}
+}
+
+// TestSnippetsBindTimersBeforeTheirCallbacksUseThem fails on the shape of
+// issue 29.3 in any snippet a user may copy — README.md's Go blocks, the
+// code blocks of the package's doc comments, and its examples:
+//
+//	t = h.Every(p, func() { ... t.Stop() })
+//
+// With a running driver, f may run before the assignment: a data race. A
+// timer whose callback uses it is bound first (Init, then Reset or
+// ResetEvery), or the callback does not use it.
+func TestSnippetsBindTimersBeforeTheirCallbacksUseThem(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources := map[string]string{}
+	for rest, n := string(readme), 1; ; n++ {
+		_, after, ok := strings.Cut(rest, "```go\n")
+		if !ok {
+			break
+		}
+		block, after, _ := strings.Cut(after, "\n```")
+		rest = after
+		sources[fmt.Sprintf("README.md Go block %d", n)] = block
+	}
+	files, err := filepath.Glob("../../*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range files {
+		text, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := filepath.Base(name)
+		if strings.HasPrefix(base, "example_") {
+			sources[base] = string(text) // examples are shown in the godoc
+		}
+		var doc []string // the code blocks of the comments: lines "//\t..."
+		for _, line := range strings.Split(string(text), "\n") {
+			if code, ok := strings.CutPrefix(strings.TrimLeft(line, " \t"), "//\t"); ok {
+				doc = append(doc, code)
+			}
+		}
+		sources[base+" doc comments"] = strings.Join(doc, "\n")
+	}
+	checked := 0
+	for where, src := range sources {
+		for _, bad := range selfReferringArmings(src) {
+			t.Errorf("%s: %s: the callback uses the timer that the assignment stores, which may run before it (bind the timer with Init first)", where, bad)
+		}
+		checked++
+	}
+	if checked < 10 {
+		t.Errorf("checked %d sources, want README.md's blocks and the package's files", checked)
+	}
+}
+
+// selfReferringArmings returns the statements of src of the shape
+// x = h.Every(p, f), h.AfterFunc(d, f) or h.AtFunc(t, f) (x may be a
+// selector, p.t) whose arguments mention x.
+func selfReferringArmings(src string) []string {
+	type tok struct {
+		t   token.Token
+		lit string
+	}
+	var toks []tok
+	var s scanner.Scanner
+	fset := token.NewFileSet()
+	s.Init(fset.AddFile("", -1, len(src)), []byte(src), func(token.Position, string) {}, 0)
+	for {
+		_, t, lit := s.Scan()
+		if t == token.EOF {
+			break
+		}
+		if lit == "" {
+			lit = t.String()
+		}
+		toks = append(toks, tok{t, lit})
+	}
+	var found []string
+	for i, tk := range toks {
+		if tk.t != token.ASSIGN {
+			continue
+		}
+		// The left side: an identifier or a selector chain.
+		j := i
+		for j > 0 && (toks[j-1].t == token.IDENT || toks[j-1].t == token.PERIOD) {
+			j--
+		}
+		if j == i || toks[j].t != token.IDENT {
+			continue
+		}
+		var lhs []string
+		for _, l := range toks[j:i] {
+			lhs = append(lhs, l.lit)
+		}
+		// The right side: a selector chain ending in an arming method, then
+		// its arguments.
+		k := i + 1
+		for k < len(toks) && (toks[k].t == token.IDENT || toks[k].t == token.PERIOD) {
+			k++
+		}
+		if k >= len(toks) || k < i+3 || toks[k].t != token.LPAREN {
+			continue
+		}
+		switch toks[k-1].lit {
+		case "Every", "AfterFunc", "AtFunc":
+		default:
+			continue
+		}
+		depth, end := 0, k
+		for ; end < len(toks); end++ {
+			switch toks[end].t {
+			case token.LPAREN:
+				depth++
+			case token.RPAREN:
+				depth--
+			}
+			if depth == 0 {
+				break
+			}
+		}
+		for m := k; m+len(lhs) <= min(end, len(toks)); m++ {
+			same := true
+			for n, l := range lhs {
+				if toks[m+n].lit != l {
+					same = false
+					break
+				}
+			}
+			if same && (m == 0 || toks[m-1].t != token.PERIOD) {
+				found = append(found, strings.Join(lhs, "")+" = "+toks[k-1].lit+"(…)")
+				break
+			}
+		}
+	}
+	return found
+}
+
+// TestSelfReferringArmings pins what the check above finds and passes.
+func TestSelfReferringArmings(t *testing.T) {
+	for src, want := range map[string]int{
+		"t = h.Every(30*time.Second, func() { t.Stop() })":              1,
+		"p.rto = h.AfterFunc(d, func() { p.rto.Reset(d) })":             1,
+		"var t *timingwheel.Timer\nt = h.AtFunc(at, func() { use(t) })": 1,
+		"t := h.AfterFunc(d, func() { conn.Close() })":                  0,
+		"t = h.AfterFunc(d, func() { conn.Close() }); t.Stop()":         0,
+		"t.Init(h, func() { t.Stop() })\nt.ResetEvery(p)":               0,
+		"x.t = h.Every(p, func() { t.Stop() })":                         0, // another t
+		"n = h.Len()":                                                   0,
+		"t = h.Every(p, f(t))":                                          1,
+	} {
+		if got := len(selfReferringArmings(src)); got != want {
+			t.Errorf("%q: %d found, want %d", src, got, want)
+		}
+	}
 }
