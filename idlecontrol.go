@@ -40,10 +40,11 @@ type IdleControl interface {
 	// is paused it returns the zero Time: no idle close is due.
 	IdleDeadline() time.Time
 
-	// SetIdle makes d the conn's idle from now on, counted from its last
-	// traffic (or its Resume, or its wrapping), whichever is later: a
-	// longer idle after a client authenticated, a shorter one for a
-	// client that only probes. It panics if d <= 0.
+	// SetIdle makes d the conn's idle from now on, the current idle
+	// period counted afresh from now, as if data had moved: a longer idle
+	// after a client authenticated, a shorter one for a client that only
+	// probes. The write-idle event and the lifetime are left as they are.
+	// On a paused conn it takes effect at Resume. It panics if d <= 0.
 	SetIdle(d time.Duration)
 
 	// Pause suspends the idle close and the read- and write-idle events

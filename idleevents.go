@@ -354,13 +354,14 @@ func (c *eventConn[X]) IdleDeadline() time.Time {
 	return c.p.h.origin.Add(time.Duration(at))
 }
 
-// SetIdle makes d the conn's idle from now on, and files the conn again
-// for its next event.
+// SetIdle makes d the conn's idle from now on, the current period counted
+// from now, and files the conn again for its next event.
 func (c *eventConn[X]) SetIdle(d time.Duration) {
 	checkSetIdle(d)
 	g := c.group()
 	g.mu.Lock()
 	c.idle.Store(int64(d))
+	c.mark.set(c.p.h.elapsed())
 	if c.next != nil { // in a bucket; if being looked at, it is filed after
 		unlinkLocked(g, c)
 		fileLocked(g, c)
