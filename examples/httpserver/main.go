@@ -54,7 +54,9 @@ type report struct {
 	Problems []string
 }
 
-func (r *report) saw(format string, args ...any) { r.Lines = append(r.Lines, fmt.Sprintf(format, args...)) }
+func (r *report) saw(format string, args ...any) {
+	r.Lines = append(r.Lines, fmt.Sprintf(format, args...))
+}
 func (r *report) bad(format string, args ...any) {
 	r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
 }
