@@ -47,11 +47,11 @@ import (
 // has neither), io.ReaderFrom and io.WriterTo, so that io.Copy to or from
 // it keeps the sendfile and splice paths c has, and syscall.Conn (an error
 // wrapping errors.ErrUnsupported if c is not one). Data moved by ReadFrom
-// and WriteTo counts as traffic once per 256 KiB: each 256 KiB piece is
+// and WriteTo counts as traffic once per MiB: each 1 MiB piece is
 // one call of the kernel's path and is recorded when it returns, so a
-// copy that moves less than 256 KiB per idle period (a silent peer under
-// a long io.Copy) is closed as idle. A Write of more than 256 KiB counts
-// each 256 KiB piece the same way when written data counts. A Read or
+// copy that moves less than 1 MiB per idle period (a silent peer under
+// a long io.Copy) is closed as idle. A Write of more than 1 MiB counts
+// each 1 MiB piece the same way when written data counts. A Read or
 // Write of the RawConn that SyscallConn returns counts as data moved.
 //
 // What this gives over net/http's Server.IdleTimeout: the close is the
@@ -259,7 +259,7 @@ func (c *idleConn) running() bool {
 // ReadFrom copies r to c (sendfile, splice), as c's own ReadFrom does.
 func (c *idleConn) ReadFrom(r io.Reader) (int64, error) { return readFrom(c, r) }
 
-// WriteTo copies c to w (splice), counting as data read per 256 KiB.
+// WriteTo copies c to w (splice), counting as data read per MiB.
 func (c *idleConn) WriteTo(w io.Writer) (int64, error) { return writeTo(c, w) }
 
 // CloseWrite shuts down the writing side of c.

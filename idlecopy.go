@@ -18,11 +18,12 @@ import (
 
 // copyChunk is how many bytes ReadFrom and WriteTo move per call of the
 // fast path below them, and so how often a long copy counts as traffic:
-// a copy that moves less than copyChunk bytes per idle period is idle. A
-// chunk costs one more call of the fast path (a splice pipe taken from the
-// pool and returned, or a sendfile call): about 0.3 µs per 256 KiB against
-// the tens of µs the kernel takes to move them (see bench/idlecopy_test.go).
-const copyChunk = 256 << 10
+// a copy that moves less than copyChunk bytes per idle period is idle.
+// It is internal/poll's splice size, so a chunk adds no splice call; it
+// adds a call of the fast path (a pipe taken from the pool and returned,
+// or a sendfile call) per MiB, against the hundreds of µs the kernel takes
+// to move it (see bench/idlecopy_test.go).
+const copyChunk = 1 << 20
 
 // trafficConn is what the copy paths need of the package's conns.
 type trafficConn interface {

@@ -123,9 +123,9 @@ func MaxLifetime(d time.Duration) IdleOption {
 // Write that wrote data counts as a Read that returned data does, so a conn
 // writing a long response or a stream to a silent peer stays open, while
 // one whose peer stops reading (its Write blocked) is closed once idle
-// has passed. Data moved by ReadFrom and WriteTo (io.Copy) counts per 256
-// KiB, and a Write of more than that to a *net.TCPConn is written, and
-// counted, in pieces of 256 KiB (see [Hierarchy.IdleConn]).
+// has passed. Data moved by ReadFrom and WriteTo (io.Copy) counts per MiB,
+// and a Write of more than that to a *net.TCPConn is written, and
+// counted, in pieces of 1 MiB (see [Hierarchy.IdleConn]).
 func AllIdle() IdleOption {
 	return idleOptionFunc(func(p *IdlePolicy) { p.allIdle = true })
 }
@@ -414,7 +414,7 @@ func (c *eventConn[X]) Resume() {
 // ReadFrom copies r to c (sendfile, splice), as c's own ReadFrom does.
 func (c *eventConn[X]) ReadFrom(r io.Reader) (int64, error) { return readFrom(c, r) }
 
-// WriteTo copies c to w (splice), counting as data read per 256 KiB.
+// WriteTo copies c to w (splice), counting as data read per MiB.
 func (c *eventConn[X]) WriteTo(w io.Writer) (int64, error) { return writeTo(c, w) }
 
 // CloseWrite shuts down the writing side of c.

@@ -15,7 +15,7 @@ import (
 // side in one run: through the bare conn (impl=bare), through IdleConn
 // (impl=idleconn: ReadFrom passes straight to the conn's, WriteTo is
 // chunked to count the data read) and through IdleConn with AllIdle
-// (impl=allidle: ReadFrom chunked too, 256 KiB per call of the kernel's
+// (impl=allidle: ReadFrom chunked too, 1 MiB per call of the kernel's
 // path). Over loopback the wall time is the same either way; what the
 // wrapper could cost is CPU, so each reports cpu-ns/op, the process's CPU
 // time (user + system, getrusage) per copy, the receiving end's included.
