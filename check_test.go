@@ -60,48 +60,6 @@ func (h *Hierarchy) check() error {
 	return nil
 }
 
-// check verifies an idle group's invariants (outside callbacks): every
-// bucket in its map has an armed timer in the group's shard and a list of
-// at least one conn, well linked; each conn is of this group, open, and
-// filed no later than its next event's tick.
-func (g *idleGroup) check(h *Hierarchy, idx int) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.sh != h.shards[idx] {
-		return fmt.Errorf("its shard is not shard %d", idx)
-	}
-	for key, b := range g.buckets {
-		if b.key != key || b.g != g || b.head.home != sentinelHome {
-			return fmt.Errorf("bucket %v: filed under another key, group or head", key)
-		}
-		b.t.home().lock()
-		armed := b.t.armedLocked()
-		b.t.home().mu.Unlock()
-		if b.t.home() != g.sh || !armed {
-			return fmt.Errorf("bucket %v: its timer is not armed in the group's shard", key)
-		}
-		if b.head.next == &b.head {
-			return fmt.Errorf("bucket %v: empty, with its timer armed", key)
-		}
-		at := h.dueTick(h.offset(b.t.Deadline()))
-		for c := b.head.next; c != &b.head; c = c.next {
-			if c.next.prev != c || c.prev.next != c {
-				return fmt.Errorf("bucket %v: a conn's links do not agree", key)
-			}
-			if c.home != uint32(idx) {
-				return fmt.Errorf("bucket %v: a conn of group %d", key, c.home)
-			}
-			if c.state.Load()&(idleTimedOut|idleClosed) != 0 {
-				return fmt.Errorf("bucket %v: holds a closed conn", key)
-			}
-			if due := h.dueTick(c.nextDue()); at > due {
-				return fmt.Errorf("bucket %v: fires at tick %d, after its conn's next event at tick %d", key, at, due)
-			}
-		}
-	}
-	return nil
-}
-
 // check verifies one shard's invariants; see Hierarchy.check.
 func (sh *shard) check() error {
 	sh.lock()

@@ -3,23 +3,21 @@ package timingwheel
 import (
 	"math"
 	"math/bits"
-	"net"
 	"sync"
 	"sync/atomic"
-	"unsafe"
-	"weak"
 )
 
-// The conns of IdleConn with options (eventConns) have no timer each: they
+// The conns of policies with options (eventConns) have no timer each: they
 // sit in buckets, lists of conns whose next event falls in the same span of
 // ticks, and each bucket has one timer. That keeps a conn at 64 bytes.
 //
 // Reads and Writes only move the conn's marks (see mark): the conn stays in
 // the bucket it was filed in, which is now too early for it. When a
-// bucket's timer fires, each of its conns is looked at with the clock read
-// then: events that are due run, and the conn is filed again for its next
-// one. So an event is never early, and a busy conn is looked at about once
-// per idle period.
+// bucket's timer fires, each of its conns is looked at against the tick
+// being fired: events that are due by then run, and the conn is filed again
+// for its next one. So an event is never early, a busy conn is looked at
+// about once per idle period, and the events of one Advance come in the
+// order of their ticks, with the other timers'.
 //
 // A bucket for an event less than 64 ticks away spans one tick and fires
 // at the end of it, as the conns' own timers would have. One further away
@@ -31,27 +29,28 @@ import (
 // The buckets are kept by groups, one per shard; conns are handed out to
 // the groups in turn (an accept loop wraps every conn on one goroutine,
 // and Reads and Writes take no lock, so there is no processor to be close
-// to), and a group's buckets' timers are in its shard. A group's lock guards its map and every list link of its
-// conns; it is taken when a conn is wrapped, filed again or closed, never
-// by Read or Write. A group's lock is taken before a shard's.
+// to), and a group's buckets' timers are in its shard. A group's lock
+// guards its map and every list link of its conns; it is taken when a conn
+// is wrapped, filed again, resumed or closed, never by Read, Write or
+// Pause. A group's lock is taken before a shard's.
 
-// idleWheel is a hierarchy's idle groups and cache of event configs, made
-// when the first conn with options is wrapped.
+// idleWheel is a hierarchy's idle groups, made when the first conn with
+// options is wrapped.
 type idleWheel struct {
 	groups []idleGroup
-
-	rr atomic.Uint32 // hands out groups to new conns
-
-	cacheMu sync.Mutex
-	cache   [8]cachedConfig
-	next    int // the entry a miss replaces
+	rr     atomic.Uint32 // hands out groups to new conns
 }
 
 type idleGroup struct {
 	mu      sync.Mutex
 	sh      *shard
 	buckets map[bucketKey]*idleBucket
-	_       [40]byte // off the next group's cache line
+	// spare is a bucket whose timer is unarmed (stopped, or fired and
+	// done), kept for the next bucket made: a conn that is paused and
+	// resumed, or moved by SetIdle, empties its bucket and makes one at
+	// once, and allocates nothing so.
+	spare *idleBucket
+	_     [32]byte // off the next group's cache line
 }
 
 // bucketKey names a bucket of a group: the span of ticks [j<<level,
@@ -61,13 +60,18 @@ type bucketKey struct {
 	j     int64
 }
 
-// idleBucket is a list of conns, head its sentinel, and the timer that
-// fires for them.
+// idleBucket holds two lists of conns, one per extension (eventConn's X),
+// each headed by a sentinel, and the timer that fires for them. A head's
+// home is sentinelHome; its idle holds the bucket's j and its state the
+// level, so that a conn unlinked from a list left empty finds its bucket
+// in the map.
 type idleBucket struct {
-	head eventConn // head.home is sentinelHome
-	t    Timer
-	key  bucketKey
-	g    *idleGroup
+	plain eventConn[noExtra]
+	ext   eventConn[lifeExtra]
+	t     Timer
+	key   bucketKey
+	tick  int64 // the tick its timer fires at
+	g     *idleGroup
 }
 
 // sentinelHome marks a list's head among its conns.
@@ -93,34 +97,85 @@ func (h *Hierarchy) idleWheel() *idleWheel {
 }
 
 // group returns the conn's group.
-func (c *eventConn) group() *idleGroup { return &c.cfg.h.idleW.Load().groups[c.home] }
+func (c *eventConn[X]) group() *idleGroup { return &c.p.h.idleW.Load().groups[c.home] }
 
-// file puts c in the bucket of its next event, unless c is closed.
-func (g *idleGroup) file(c *eventConn) {
-	g.mu.Lock()
-	g.fileLocked(c)
-	g.mu.Unlock()
+// headOf returns b's list head for conns of extension X.
+func headOf[X connExtra](b *idleBucket) *eventConn[X] {
+	if h, ok := any(&b.plain).(*eventConn[X]); ok {
+		return h
+	}
+	return any(&b.ext).(*eventConn[X])
 }
 
-// fileLocked is file with g.mu held. c must be in no list.
-func (g *idleGroup) fileLocked(c *eventConn) {
+// bucketOf returns the bucket whose list head is head, if it is still in
+// g's map (a bucket whose timer fired has left it).
+func bucketOf[X connExtra](g *idleGroup, head *eventConn[X]) *idleBucket {
+	key := bucketKey{level: uint8(head.state.Load()), j: head.idle.Load()}
+	if b := g.buckets[key]; b != nil && headOf[X](b) == head {
+		return b
+	}
+	return nil
+}
+
+func (b *idleBucket) empty() bool {
+	return b.plain.next == &b.plain && b.ext.next == &b.ext
+}
+
+// newBucketLocked returns an empty bucket for key, armed for tick at, in
+// g's map: the spare one if there is one. g.mu must be held.
+func (g *idleGroup) newBucketLocked(key bucketKey, at int64) *idleBucket {
+	b := g.spare
+	if b != nil {
+		g.spare = nil
+	} else {
+		b = &idleBucket{g: g}
+		b.plain.home, b.ext.home = sentinelHome, sentinelHome
+		b.plain.next, b.plain.prev = &b.plain, &b.plain
+		b.ext.next, b.ext.prev = &b.ext, &b.ext
+		b.t.initOnShard(g.sh, b.fire) // the group's shard, not the processor's
+	}
+	b.key, b.tick = key, at
+	b.plain.state.Store(uint32(key.level))
+	b.plain.idle.Store(key.j)
+	b.ext.state.Store(uint32(key.level))
+	b.ext.idle.Store(key.j)
+	g.buckets[key] = b
+	b.t.armAt(g.sh.h.tickNanos(at))
+	return b
+}
+
+// dropLocked takes b, empty, out of g's map and stops its timer; if that
+// stopped it (its callback has not started), b becomes the spare. g.mu
+// must be held.
+func (g *idleGroup) dropLocked(b *idleBucket) {
+	delete(g.buckets, b.key)
+	if b.t.Stop() && g.spare == nil {
+		g.spare = b
+	}
+}
+
+// fileLocked puts c in the bucket of its next event, unless c is closed;
+// a paused conn with no event due is parked instead, in no bucket, until
+// Resume. c must be in no list; g.mu must be held.
+func fileLocked[X connExtra](g *idleGroup, c *eventConn[X]) {
 	if c.state.Load()&(idleTimedOut|idleClosed) != 0 {
 		return // closed: no reference is kept
 	}
-	h := c.cfg.h
-	key, at := spanFor(c.nextDue(), h.elapsed(), h.tick)
+	due := c.nextDue()
+	if due == math.MaxInt64 {
+		c.state.Or(idleParked)
+		return
+	}
+	h := c.p.h
+	key, at := spanFor(due, h.elapsed(), h.tick)
 	b := g.buckets[key]
 	if b == nil {
-		b = &idleBucket{key: key, g: g}
-		b.head.home = sentinelHome
-		b.head.next, b.head.prev = &b.head, &b.head
-		b.t.initOnShard(g.sh, b.fire) // the group's shard, not the processor's
-		g.buckets[key] = b
-		b.t.armAt(h.tickNanos(at))
+		b = g.newBucketLocked(key, at)
 	}
-	last := b.head.prev
-	c.prev, c.next = last, &b.head
-	last.next, b.head.prev = c, c
+	head := headOf[X](b)
+	last := head.prev
+	c.prev, c.next = last, head
+	last.next, head.prev = c, c
 }
 
 // spanFor returns the bucket for an event due at ns (since the origin)
@@ -139,7 +194,7 @@ func spanFor(due, now, tick int64) (bucketKey, int64) {
 // unlinkLocked takes c out of its bucket's list, if it is in one; a
 // bucket left empty, unless its timer has fired, is dropped and its timer
 // stopped. g.mu must be held.
-func (g *idleGroup) unlinkLocked(c *eventConn) {
+func unlinkLocked[X connExtra](g *idleGroup, c *eventConn[X]) {
 	prev, next := c.prev, c.next
 	if next == nil {
 		return
@@ -147,134 +202,79 @@ func (g *idleGroup) unlinkLocked(c *eventConn) {
 	prev.next, next.prev = next, prev
 	c.prev, c.next = nil, nil
 	if prev == next && prev.home == sentinelHome {
-		b := (*idleBucket)(unsafe.Pointer(prev)) // head is its first field
-		if g.buckets[b.key] == b {
-			delete(g.buckets, b.key)
-			b.t.Stop()
+		if b := bucketOf(g, prev); b != nil && b.empty() {
+			g.dropLocked(b)
 		}
 	}
 }
 
 // fire is a bucket's timer's callback: each conn in it is looked at, and
 // runs its due events or is filed again. The bucket is out of the map
-// first, so conns filed meanwhile go to a new one.
+// first, so conns filed meanwhile go to a new one. The conns are judged at
+// the bucket's tick, the tick being fired, not at the shard's (which is
+// later when the Advance jumped, or when the clock went back after the
+// shard had passed it): a conn's event due at a later tick that this
+// Advance reaches is filed for that tick, and runs there, in order with
+// the other timers and with the conn's other events.
 func (b *idleBucket) fire() {
 	g := b.g
 	g.mu.Lock()
 	if g.buckets[b.key] == b {
 		delete(g.buckets, b.key)
 	}
-	// Only what is due by the tick being fired runs now: a conn whose
-	// event comes at a later tick that this Advance reaches is filed for
-	// that tick, and runs there, in order with the other timers.
-	at := min(g.sh.h.tickNanos(g.sh.now.Load()), g.sh.h.elapsed())
-	var cur *eventConn
+	at := min(g.sh.h.tickNanos(b.tick), g.sh.h.elapsed())
+	done := false
+	defer func() {
+		if !done {
+			// An event's function panicked: the conns not yet looked
+			// at keep their events.
+			g.mu.Lock()
+			refileAllLocked(g, &b.plain)
+			refileAllLocked(g, &b.ext)
+			g.mu.Unlock()
+		}
+	}()
+	fireList(g, &b.plain, at)
+	fireList(g, &b.ext, at)
+	if g.spare == nil {
+		g.spare = b // its timer has fired and its lists are done: unarmed
+	}
+	done = true
+	g.mu.Unlock()
+}
+
+// fireList looks at each conn of the list headed by head; g.mu is held on
+// entry and on return, and let go while a conn is looked at.
+func fireList[X connExtra](g *idleGroup, head *eventConn[X], at int64) {
+	var cur *eventConn[X]
 	defer func() {
 		if cur != nil {
-			// An event's function panicked: the conns not yet looked
-			// at, and the one that panicked, keep their events.
+			// cur's function panicked: it keeps its events.
 			g.mu.Lock()
-			for c := b.head.next; c != &b.head; c = b.head.next {
-				g.unlinkLocked(c)
-				g.fileLocked(c)
-			}
-			g.fileLocked(cur)
+			fileLocked(g, cur)
 			g.mu.Unlock()
 		}
 	}()
 	for {
-		c := b.head.next
-		if c == &b.head {
-			break
+		c := head.next
+		if c == head {
+			return
 		}
-		g.unlinkLocked(c)
+		unlinkLocked(g, c)
 		cur = c
 		g.mu.Unlock()
-		c.fire(at)
+		c.fire(g, at)
 		g.mu.Lock()
 		cur = nil
 	}
-	g.mu.Unlock()
 }
 
-// eventConfig is what the conns of one IdleConn or IdleListener call, or of
-// calls with equal arguments, share: a conn holds a pointer to it.
-type eventConfig struct {
-	h         *Hierarchy
-	idle      int64 // ns; 0: each conn's own (see extConn)
-	writeIdle int64 // ns; 0: no write-idle event
-	lifetime  int64 // ns; 0: no lifetime
-	onRead    func(net.Conn)
-	onWrite   func(net.Conn)
-}
-
-// configKey identifies an eventConfig by its values, the functions by
-// their func values' words. A key holds no reference: a cached config that
-// no conn holds any more is collected, and its functions with it.
-type configKey struct {
-	idle, writeIdle, lifetime int64
-	onRead, onWrite           uintptr
-}
-
-type cachedConfig struct {
-	key configKey
-	cfg weak.Pointer[eventConfig]
-}
-
-// funcWord returns the word of a func value: equal for the same func value
-// (a closure made once and passed again, or a top-level function).
-func funcWord(f func(net.Conn)) uintptr { return *(*uintptr)(unsafe.Pointer(&f)) }
-
-// config returns a config for idle and cfg, shared with the conns already
-// wrapped with the same values if one is cached. A server that wraps each
-// conn with the same idle and options (the same functions) thus allocates
-// none per conn. Once conns with the same options come with different
-// idles, the config returned has idle 0: each conn then keeps its own
-// (an extConn). One that passes a new closure per conn gets a config per
-// conn.
-func (w *idleWheel) config(h *Hierarchy, idle int64, cfg *idleConfig) *eventConfig {
-	key := configKey{idle, int64(cfg.writeIdle), int64(cfg.lifetime), funcWord(cfg.onRead), funcWord(cfg.onWrite)}
-	perConn := key
-	perConn.idle = 0
-	w.cacheMu.Lock()
-	defer w.cacheMu.Unlock()
-	if c := w.cached(key); c != nil {
-		return c
+// refileAllLocked files again every conn of the list headed by head.
+func refileAllLocked[X connExtra](g *idleGroup, head *eventConn[X]) {
+	for c := head.next; c != head; c = head.next {
+		unlinkLocked(g, c)
+		fileLocked(g, c)
 	}
-	if c := w.cached(perConn); c != nil {
-		return c
-	}
-	// A config of the same options with another idle means idles differ
-	// per conn: share one config and keep the idle in each conn.
-	for i := range w.cache {
-		if e := &w.cache[i]; e.key.idle != 0 && e.key.sameOptions(key) && e.cfg.Value() != nil {
-			idle, key = 0, perConn
-			break
-		}
-	}
-	c := &eventConfig{h: h, idle: idle, writeIdle: int64(cfg.writeIdle), lifetime: int64(cfg.lifetime),
-		onRead: cfg.onRead, onWrite: cfg.onWrite}
-	w.cache[w.next] = cachedConfig{key, weak.Make(c)}
-	w.next = (w.next + 1) % len(w.cache)
-	return c
-}
-
-// cached returns the live config cached under key, or nil.
-func (w *idleWheel) cached(key configKey) *eventConfig {
-	for i := range w.cache {
-		if e := &w.cache[i]; e.key == key {
-			if c := e.cfg.Value(); c != nil {
-				return c
-			}
-		}
-	}
-	return nil
-}
-
-// sameOptions reports whether k and o differ at most in idle.
-func (k configKey) sameOptions(o configKey) bool {
-	k.idle = o.idle
-	return k == o
 }
 
 // A mark is an instant in ns since the origin whose low bit freezes it: a
@@ -296,7 +296,7 @@ func (m *mark) store(now int64) { m.v.Store(encodeMark(now)) }
 // raise moves the mark forward to now and reports true, unless it is
 // frozen (true) or later than now (false: a concurrent Read or Write
 // recorded a later reading, or the clock went back; see
-// eventConn.recordBehind).
+// recordBehind).
 func (m *mark) raise(now int64) bool {
 	n := encodeMark(now)
 	for {
@@ -312,8 +312,9 @@ func (m *mark) raise(now int64) bool {
 	}
 }
 
-// lower sets the mark back to now, unless it is frozen; the clock went back.
-func (m *mark) lower(now int64) {
+// set sets the mark to now, unless it is frozen: Resume, or the clock went
+// back.
+func (m *mark) set(now int64) {
 	n := encodeMark(now)
 	for {
 		o := m.v.Load()

@@ -34,8 +34,8 @@ func TestIdleBucket_ConnIs64Bytes(t *testing.T) {
 	if unsafe.Sizeof(uintptr(0)) != 8 {
 		t.Skip("sizes are pinned for 64-bit platforms")
 	}
-	assert.EqualValues(t, 64, unsafe.Sizeof(eventConn{}), "a conn with options is a 64-byte size class")
-	assert.EqualValues(t, 80, unsafe.Sizeof(extConn{}), "one with a lifetime or its own idle, the 80-byte one")
+	assert.EqualValues(t, 64, unsafe.Sizeof(eventConn[noExtra]{}), "a conn with options, its own idle included, is a 64-byte size class")
+	assert.EqualValues(t, 80, unsafe.Sizeof(eventConn[lifeExtra]{}), "one with a write-idle event or a lifetime, the 80-byte one")
 }
 
 // TestIdleBucket_SpanFiresNoLaterThanTheTimer checks spanFor against what a
@@ -84,30 +84,35 @@ func TestIdleBucket_ConnsShareATimer(t *testing.T) {
 	mustCheck(t, h)
 }
 
-// TestIdleBucket_SharedConfig: conns wrapped with the same idle and options
-// share a config; once idles differ, conns keep their own in an extConn
-// and share one config again.
-func TestIdleBucket_SharedConfig(t *testing.T) {
+// TestIdleBucket_PolicySharedByPointer: the conns of one policy (and of
+// one IdleListener) hold the policy itself, no copy of its options; a
+// conn's SetIdle changes its own idle, not the policy's nor its
+// neighbours'; the options decide the conn's extension.
+func TestIdleBucket_PolicySharedByPointer(t *testing.T) {
 	h, _ := newFake(t)
 	f := func(net.Conn) {}
-	opt := OnWriteIdle(time.Second, f)
-	a := h.IdleConn(&nopConn{}, time.Minute, opt).(*eventConn)
-	b := h.IdleConn(&nopConn{}, time.Minute, OnWriteIdle(time.Second, f)).(*eventConn)
-	assert.Same(t, a.cfg, b.cfg, "equal options, equal idle: one config")
-	assert.False(t, a.cfg.hasExt())
-	c := h.IdleConn(&nopConn{}, 2*time.Minute, opt).(*eventConn)
-	d := h.IdleConn(&nopConn{}, 3*time.Minute, opt).(*eventConn)
-	assert.Same(t, c.cfg, d.cfg, "idles that differ: one config, the idle in each conn")
-	assert.Zero(t, c.cfg.idle)
-	assert.Equal(t, int64(2*time.Minute), c.idle())
-	assert.Equal(t, int64(3*time.Minute), d.idle())
-	e := h.IdleConn(&nopConn{}, time.Minute, opt).(*eventConn)
-	assert.Same(t, a.cfg, e.cfg, "the first idle still finds its config")
-	g := h.IdleConn(&nopConn{}, time.Minute, OnWriteIdle(time.Second, func(net.Conn) {})).(*eventConn)
-	assert.NotSame(t, a.cfg, g.cfg, "another function, another config")
-	for _, x := range []*eventConn{a, b, c, d, e, g} {
+	p := h.IdlePolicy(time.Minute, OnReadIdle(f))
+	a := p.Conn(&nopConn{}).(*eventConn[noExtra])
+	b := p.Conn(&nopConn{}).(*eventConn[noExtra])
+	assert.Same(t, p, a.p, "a conn does not hold its policy")
+	assert.Same(t, a.p, b.p, "two conns of one policy hold different policies")
+	a.SetIdle(time.Hour)
+	assert.Equal(t, int64(time.Hour), a.idle.Load())
+	assert.Equal(t, int64(time.Minute), b.idle.Load(), "SetIdle of one conn changed another's idle")
+	assert.Equal(t, int64(time.Minute), p.idle, "SetIdle changed the policy")
+	w := h.IdlePolicy(time.Minute, OnWriteIdle(time.Second, f)).Conn(&nopConn{})
+	_, ok := w.(*eventConn[lifeExtra])
+	assert.True(t, ok, "a conn with a write-idle event has no write mark: %T", w)
+	l := h.IdlePolicy(time.Minute, MaxLifetime(time.Hour)).Conn(&nopConn{})
+	_, ok = l.(*eventConn[lifeExtra])
+	assert.True(t, ok, "a conn with a lifetime has no room for its end: %T", l)
+	plain := h.IdlePolicy(time.Minute).Conn(&nopConn{})
+	_, ok = plain.(*idleConn)
+	assert.True(t, ok, "a conn without options is not the one with a timer: %T", plain)
+	for _, x := range []net.Conn{a, b, w, l, plain} {
 		x.Close()
 	}
+	assert.Equal(t, 0, h.Len())
 	mustCheck(t, h)
 }
 
@@ -153,10 +158,10 @@ func TestIdleBucket_FarEventOnItsTick(t *testing.T) {
 		closeAt := start.Add(10 * time.Hour) // nothing read since the start
 		clk.Set(closeAt.Add(-time.Millisecond))
 		h.Advance()
-		require.False(t, c.(*eventConn).Conn.(*nopConn).closed.Load(), "step %v: closed early", step)
+		require.False(t, c.(*eventConn[lifeExtra]).Conn.(*nopConn).closed.Load(), "step %v: closed early", step)
 		clk.Set(closeAt)
 		h.Advance()
-		require.True(t, c.(*eventConn).Conn.(*nopConn).closed.Load(), "step %v: not closed on its tick", step)
+		require.True(t, c.(*eventConn[lifeExtra]).Conn.(*nopConn).closed.Load(), "step %v: not closed on its tick", step)
 		assert.Equal(t, 0, h.Len())
 		mustCheck(t, h)
 	}

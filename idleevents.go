@@ -2,11 +2,12 @@ package timingwheel
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"time"
-	"unsafe"
 )
 
 // An IdleOption adds an idle event to the conns of [Hierarchy.IdleConn] and
@@ -27,11 +28,14 @@ import (
 // ping without blocking. Close stops the conn's events; the hierarchy keeps
 // no reference to a closed conn.
 //
+//   - [AllIdle] makes data written count as well as data read, for the
+//     idle close or OnReadIdle's event.
+//
 // A conn with options has no timer of its own, so it is lighter than one
-// without: 64 bytes (80 with MaxLifetime) for the conn and all its events,
-// when its options are shared with other conns (IdleListener's are; so
-// are IdleConn's when each call passes the same functions, and a new
-// closure per conn costs a 48-byte config per conn). Conns whose next
+// without: 64 bytes (80 with OnWriteIdle or MaxLifetime) for the conn and
+// all its events, its own idle included (see [IdleControl]'s SetIdle); the
+// options are the [IdlePolicy]'s, which its conns share (IdleListener's
+// conns share one; each IdleConn call makes one, about 100 bytes). Conns whose next
 // events fall in the same tick, or, while far, in the same span of ticks,
 // share one timer of the hierarchy: [Hierarchy.Len] and [Hierarchy.Stats]
 // count those shared timers, not one per conn. A Read or Write that moves
@@ -43,23 +47,14 @@ import (
 // Write through it counts as writing.
 //
 // A later option of the same kind replaces an earlier one. A nil
-// IdleOption makes IdleConn and IdleListener panic.
+// IdleOption makes IdleConn, IdleListener and IdlePolicy panic.
 type IdleOption interface {
-	applyIdle(idleConfig) idleConfig // by value: wrapping allocates no config
+	applyIdle(p *IdlePolicy)
 }
 
-// idleConfig is what a list of IdleOptions sets.
-type idleConfig struct {
-	set       bool           // an option was given
-	onRead    func(net.Conn) // nil: close on read idle
-	writeIdle time.Duration  // 0: no write-idle event
-	onWrite   func(net.Conn)
-	lifetime  time.Duration // 0: no lifetime
-}
+type idleOptionFunc func(p *IdlePolicy)
 
-type idleOptionFunc func(idleConfig) idleConfig
-
-func (f idleOptionFunc) applyIdle(c idleConfig) idleConfig { return f(c) }
+func (f idleOptionFunc) applyIdle(p *IdlePolicy) { f(p) }
 
 // OnReadIdle makes read idle an event instead of a close: when idle (the
 // duration given to IdleConn or IdleListener) has passed since the conn was
@@ -73,7 +68,7 @@ func OnReadIdle(f func(c net.Conn)) IdleOption {
 	if f == nil {
 		panic("timingwheel: OnReadIdle called with a nil func")
 	}
-	return idleOptionFunc(func(c idleConfig) idleConfig { c.onRead = f; return c })
+	return idleOptionFunc(func(p *IdlePolicy) { p.onRead = f })
 }
 
 // OnWriteIdle runs f with the conn when d has passed since it was wrapped,
@@ -107,7 +102,7 @@ func OnWriteIdle(d time.Duration, f func(c net.Conn)) IdleOption {
 	if f == nil {
 		panic("timingwheel: OnWriteIdle called with a nil func")
 	}
-	return idleOptionFunc(func(c idleConfig) idleConfig { c.writeIdle, c.onWrite = d, f; return c })
+	return idleOptionFunc(func(p *IdlePolicy) { p.writeIdle, p.onWrite = int64(d), f })
 }
 
 // MaxLifetime closes the conn d after it was wrapped (for IdleListener:
@@ -120,160 +115,217 @@ func MaxLifetime(d time.Duration) IdleOption {
 	if d <= 0 {
 		panic(fmt.Sprintf("timingwheel: MaxLifetime called with %v; the duration must be positive", d))
 	}
-	return idleOptionFunc(func(c idleConfig) idleConfig { c.lifetime = d; return c })
+	return idleOptionFunc(func(p *IdlePolicy) { p.lifetime = int64(d) })
 }
 
-// idleOptions applies opts, panicking for a nil one. With no options, set
-// is false, and the conn is the plain idleConn.
-func idleOptions(method string, opts []IdleOption) idleConfig {
-	var cfg idleConfig
-	for i, o := range opts {
-		if o == nil {
-			panic(fmt.Sprintf("timingwheel: %s called with a nil IdleOption (option %d)", method, i))
-		}
-		cfg = o.applyIdle(cfg)
-		cfg.set = true
-	}
-	return cfg
+// AllIdle makes the idle close (or [OnReadIdle]'s event) come once idle
+// has passed with no data moved either way, as Netty's all-idle event: a
+// Write that wrote data counts as a Read that returned data does, so a conn
+// writing a long response or a stream to a silent peer stays open, while
+// one whose peer stops reading (its Write blocked) is closed once idle
+// has passed. Data moved by ReadFrom and WriteTo (io.Copy) counts per MiB,
+// and a Write of more than that to a *net.TCPConn is written, and
+// counted, in pieces of 1 MiB (see [Hierarchy.IdleConn]).
+func AllIdle() IdleOption {
+	return idleOptionFunc(func(p *IdlePolicy) { p.allIdle = true })
 }
 
-// Bits and counts of eventConn.state, beside idleTimedOut and idleClosed.
+// Bits and counts of eventConn.state, beside idleTimedOut, idleClosed and
+// idlePaused.
 const (
-	idleLifeEnded = 1 << 2 // with idleTimedOut: closed at the end of its lifetime
+	idleLifeEnded = 1 << 3 // with idleTimedOut: closed at the end of its lifetime
+	idleParked    = 1 << 4 // paused, with no lifetime: in no bucket until Resume
+	idleInReadEv  = 1 << 5 // OnReadIdle's f is running: a Close is an idle close
 	idleWriter    = 1 << 8 // added for each Write in progress, with a write-idle event
 )
 
-// eventConn is the conn of IdleConn with options. It has no timer of its
+// eventConn is the conn of a policy with options. It has no timer of its
 // own: it sits in a bucket of its group (see idlebucket.go), filed for the
 // earliest event its marks allowed when it was filed. Read and Write only
 // move the marks (a clock read and an atomic store: no lock), and when the
 // bucket's timer fires the conn runs the events that are due and is filed
-// again for the next. The marks only move forward, so the bucket is never
-// later than the earliest event due: no event is late by more than a
-// timer of the hierarchy.
+// again for the next. The marks only move forward (but for the clock going
+// back), so the bucket is never later than the earliest event due: no event
+// is late by more than a timer of the hierarchy.
 //
-// It is 64 bytes, a malloc size class: keep it so. A conn with a lifetime,
-// or with an idle of its own, is an extConn, 16 bytes more.
-type eventConn struct {
+// X is what conns of some policies need beyond the 64 bytes: noExtra for
+// none, lifeExtra for a write-idle event or a lifetime (80 bytes). The
+// type parameter, rather than a pointer to an extension, keeps the sizes
+// at the malloc classes with no pointer per conn and no unsafe cast.
+type eventConn[X connExtra] struct {
+	x X // first: a zero-size last field would be padded
 	net.Conn
-	cfg *eventConfig
-	// read and write are the marks: the clock at the last Read (Write) that
-	// moved data, or at the last read-idle (write-idle) event, whichever is
-	// later. The idle close freezes read.
-	read, write mark
-	prev, next  *eventConn    // in a bucket's list, guarded by the group's lock; nil: in none
-	state       atomic.Uint32 // idleTimedOut | idleClosed | idleLifeEnded, plus idleWriter per Write
-	home        uint32        // the conn's group (shard index); sentinelHome for a list's head
+	p *IdlePolicy
+	// mark is the clock at the last Read that moved data (with AllIdle:
+	// or Write), at the last read-idle event, or at Resume, whichever is
+	// later. The idle close freezes it.
+	mark       mark
+	idle       atomic.Int64  // ns; SetIdle changes it
+	prev, next *eventConn[X] // in a bucket's list, guarded by the group's lock; nil: in none
+	state      atomic.Uint32 // idleTimedOut | idleClosed | ..., plus idleWriter per Write
+	home       uint32        // the conn's group (shard index); sentinelHome for a list's head
 }
 
-// extConn is an eventConn with what its config does not hold: a lifetime
-// (MaxLifetime), or an idle of its own (conns with the same options but
-// different idles share a config whose idle is 0).
-type extConn struct {
-	eventConn
-	idle    int64 // ns, if cfg.idle is 0
-	lifeEnd int64 // ns since the origin, if cfg.lifetime > 0
+// connExtra is the set of eventConn's extensions.
+type connExtra interface{ noExtra | lifeExtra }
+
+// noExtra is the extension of a conn with neither a write-idle event nor a
+// lifetime.
+type noExtra struct{}
+
+// lifeExtra is the extension of a conn with a write-idle event or a
+// lifetime.
+type lifeExtra struct {
+	write   mark  // as eventConn.mark, for Writes and write-idle events
+	lifeEnd int64 // ns since the origin; math.MaxInt64: no lifetime
 }
 
-// ext returns the extConn c is the first field of; c must be one.
-func (c *eventConn) ext() *extConn { return (*extConn)(unsafe.Pointer(c)) }
+// ext returns c's lifeExtra, or nil if it has none.
+func (c *eventConn[X]) ext() *lifeExtra {
+	e, _ := any(&c.x).(*lifeExtra)
+	return e
+}
 
-// hasExt reports whether conns of cfg are extConns.
-func (cfg *eventConfig) hasExt() bool { return cfg.idle == 0 || cfg.lifetime > 0 }
-
-// idle returns c's read-idle time in ns.
-func (c *eventConn) idle() int64 {
-	if d := c.cfg.idle; d != 0 {
-		return d
+func (p *IdlePolicy) newEventConn(c net.Conn) net.Conn {
+	if p.writeIdle > 0 || p.lifetime > 0 {
+		return newEventConn[lifeExtra](p, c)
 	}
-	return c.ext().idle
+	return newEventConn[noExtra](p, c)
 }
 
-// lifeEnd returns the end of c's lifetime in ns since the origin,
-// math.MaxInt64 for none.
-func (c *eventConn) lifeEnd() int64 {
-	if c.cfg.lifetime == 0 {
-		return math.MaxInt64
-	}
-	return c.ext().lifeEnd
-}
-
-func (h *Hierarchy) newEventConn(c net.Conn, idle time.Duration, cfg *idleConfig) *eventConn {
-	w := h.idleWheel()
-	ecfg := w.config(h, int64(idle), cfg)
-	var ec *eventConn
-	if ecfg.hasExt() {
-		x := &extConn{idle: int64(idle)}
-		ec = &x.eventConn
-	} else {
-		ec = new(eventConn)
-	}
-	ec.Conn = c
-	ec.cfg = ecfg
+func newEventConn[X connExtra](p *IdlePolicy, c net.Conn) *eventConn[X] {
+	w := p.h.idleWheel()
+	ec := &eventConn[X]{Conn: c, p: p}
+	ec.idle.Store(p.idle)
 	ec.home = (w.rr.Add(1) - 1) % uint32(len(w.groups))
 	g := &w.groups[ec.home]
 	g.mu.Lock()
-	now := h.elapsed() // under the lock, as every filing reads the clock
-	ec.read.store(now)
-	ec.write.store(now)
-	if cfg.lifetime > 0 {
-		ec.ext().lifeEnd = satAdd(now, int64(cfg.lifetime))
+	now := p.h.elapsed() // under the lock, as every filing reads the clock
+	ec.mark.store(now)
+	if e := ec.ext(); e != nil {
+		e.write.store(now)
+		e.lifeEnd = math.MaxInt64
+		if p.lifetime > 0 {
+			e.lifeEnd = satAdd(now, p.lifetime)
+		}
 	}
-	g.fileLocked(ec)
+	fileLocked(g, ec)
 	g.mu.Unlock()
 	return ec
 }
 
-// Read reads from c and, if that returned data, records it for the
-// read-idle event.
-func (c *eventConn) Read(p []byte) (int, error) {
+// Read reads from c and, if that returned data, records it for the idle
+// close or read-idle event.
+func (c *eventConn[X]) Read(b []byte) (int, error) {
 	if c.state.Load()&idleTimedOut != 0 {
-		return 0, timeoutError(c.Conn, "read")
+		return 0, c.closedErr("read")
 	}
-	n, err := c.Conn.Read(p)
+	n, err := c.Conn.Read(b)
 	if n > 0 {
-		c.record(&c.read)
+		c.record(&c.mark)
 	}
 	if err != nil && c.state.Load()&idleTimedOut != 0 {
-		err = timeoutError(c.Conn, "read")
+		err = c.closedErr("read")
 	}
 	return n, err
 }
 
-// Write writes to c and, if that wrote data, records it for the
-// write-idle event. While it runs, the conn is not write idle.
-func (c *eventConn) Write(p []byte) (int, error) {
+// Write writes to c and, if that wrote data, records it for the write-idle
+// event (and, with AllIdle, the idle close). While it runs, the conn is not
+// write idle. With AllIdle, a large Write to a TCP conn is written in
+// pieces of copyChunk bytes, each counted.
+func (c *eventConn[X]) Write(b []byte) (int, error) {
 	if c.state.Load()&idleTimedOut != 0 {
-		return 0, timeoutError(c.Conn, "write")
+		return 0, c.closedErr("write")
 	}
-	if c.cfg.writeIdle == 0 {
-		n, err := c.Conn.Write(p)
+	if !c.countsOut() {
+		n, err := c.Conn.Write(b)
 		if err != nil && c.state.Load()&idleTimedOut != 0 {
-			err = timeoutError(c.Conn, "write")
+			err = c.closedErr("write")
 		}
 		return n, err
 	}
-	c.state.Add(idleWriter)
-	n, err := c.Conn.Write(p)
-	if n > 0 {
-		c.record(&c.write) // before the Write stops counting as in progress
+	writer := c.p.writeIdle > 0
+	if writer {
+		c.state.Add(idleWriter)
 	}
-	c.state.Add(^uint32(idleWriter - 1)) // minus idleWriter
+	var n int
+	var err error
+	if _, tcp := c.Conn.(*net.TCPConn); !tcp || !c.p.allIdle || len(b) <= copyChunk {
+		n, err = c.Conn.Write(b)
+		if n > 0 {
+			c.movedOut() // before the Write stops counting as in progress
+		}
+	} else {
+		for len(b) > 0 && err == nil {
+			var k int
+			k, err = c.Conn.Write(b[:min(len(b), copyChunk)])
+			n += k
+			b = b[k:]
+			if k > 0 {
+				c.movedOut()
+			}
+		}
+	}
+	if writer {
+		c.state.Add(^uint32(idleWriter - 1)) // minus idleWriter
+	}
 	if err != nil && c.state.Load()&idleTimedOut != 0 {
-		err = timeoutError(c.Conn, "write")
+		err = c.closedErr("write")
 	}
 	return n, err
 }
 
-// Close stops the conn's events and closes c.
-func (c *eventConn) Close() error {
-	old := c.state.Or(idleClosed)
+// movedIn records data read.
+func (c *eventConn[X]) movedIn() { c.record(&c.mark) }
+
+// movedOut records data written.
+func (c *eventConn[X]) movedOut() {
+	if c.p.allIdle {
+		c.record(&c.mark)
+	}
+	if e := c.ext(); e != nil && c.p.writeIdle > 0 {
+		c.record(&e.write)
+	}
+}
+
+// countsOut reports whether written data is recorded.
+func (c *eventConn[X]) countsOut() bool { return c.p.allIdle || c.p.writeIdle > 0 }
+
+func (c *eventConn[X]) wrapped() net.Conn { return c.Conn }
+
+// closedErr returns the error of op once the hierarchy closed the conn.
+func (c *eventConn[X]) closedErr(op string) error {
+	s := c.state.Load()
+	switch {
+	case s&idleTimedOut == 0:
+		return nil
+	case s&idleLifeEnded != 0:
+		return closedError(c.Conn, op, ErrLifetime)
+	}
+	return closedError(c.Conn, op, ErrIdle)
+}
+
+// Close stops the conn's events and closes c. Called by OnReadIdle's f
+// (while it runs), it is an idle close: Read and Write report ErrIdle.
+func (c *eventConn[X]) Close() error {
+	var old uint32
+	for {
+		old = c.state.Load()
+		n := old | idleClosed
+		if old&(idleClosed|idleTimedOut) == 0 && old&idleInReadEv != 0 {
+			n |= idleTimedOut
+		}
+		if c.state.CompareAndSwap(old, n) {
+			break
+		}
+	}
 	if old&idleClosed != 0 {
 		return c.Conn.Close() // a second Close: c's answer, typically net.ErrClosed
 	}
 	g := c.group()
 	g.mu.Lock()
-	g.unlinkLocked(c) // the hierarchy keeps no reference to c
+	unlinkLocked(g, c) // the hierarchy keeps no reference to c
 	g.mu.Unlock()
 	if old&idleTimedOut != 0 {
 		return nil // the hierarchy has closed c (or is closing it) already
@@ -282,33 +334,127 @@ func (c *eventConn) Close() error {
 }
 
 // NetConn returns the conn that was wrapped.
-func (c *eventConn) NetConn() net.Conn { return c.Conn }
+func (c *eventConn[X]) NetConn() net.Conn { return c.Conn }
 
 // IdleDeadline returns when the conn is to be closed for being idle, or,
 // with OnReadIdle, when its next read-idle event is due; once the hierarchy
-// has closed it, the deadline it was closed for (idle or lifetime).
-func (c *eventConn) IdleDeadline() time.Time {
-	at := satAdd(c.read.load(), c.idle())
-	if s := c.state.Load(); s&idleTimedOut != 0 && s&idleLifeEnded != 0 {
-		at = c.lifeEnd()
+// has closed it, the deadline it was closed for (idle or lifetime); the
+// zero Time while it is paused.
+func (c *eventConn[X]) IdleDeadline() time.Time {
+	s := c.state.Load()
+	var at int64
+	switch {
+	case s&(idleTimedOut|idleLifeEnded) == idleTimedOut|idleLifeEnded:
+		at = c.ext().lifeEnd
+	case s&(idleTimedOut|idlePaused) == idlePaused:
+		return time.Time{}
+	default:
+		at = satAdd(c.mark.load(), c.idle.Load())
 	}
-	return c.cfg.h.origin.Add(time.Duration(at))
+	return c.p.h.origin.Add(time.Duration(at))
 }
 
+// SetIdle makes d the conn's idle from now on, the current period counted
+// from now, and files the conn again for its next event.
+func (c *eventConn[X]) SetIdle(d time.Duration) {
+	checkSetIdle(d)
+	g := c.group()
+	g.mu.Lock()
+	c.idle.Store(int64(d))
+	c.mark.set(c.p.h.elapsed())
+	if c.next != nil { // in a bucket; if being looked at, it is filed after
+		unlinkLocked(g, c)
+		fileLocked(g, c)
+	}
+	g.mu.Unlock()
+}
+
+// Pause suspends the idle close and the idle events: a bucket that finds
+// the conn paused runs none of them, and files it again only for its
+// lifetime (a conn with none waits in no bucket until Resume).
+func (c *eventConn[X]) Pause() {
+	for {
+		s := c.state.Load()
+		if s&(idleTimedOut|idleClosed|idlePaused) != 0 || c.state.CompareAndSwap(s, s|idlePaused) {
+			return
+		}
+	}
+}
+
+// Resume ends a Pause: the marks move to now, and the conn is filed
+// again for its next event.
+func (c *eventConn[X]) Resume() {
+	g := c.group()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var s uint32
+	for {
+		s = c.state.Load()
+		if s&(idleTimedOut|idleClosed) != 0 {
+			return
+		}
+		if c.state.CompareAndSwap(s, s&^(idlePaused|idleParked)) {
+			break
+		}
+	}
+	now := c.p.h.elapsed()
+	c.mark.set(now)
+	if e := c.ext(); e != nil {
+		e.write.set(now)
+	}
+	switch {
+	case s&idleParked != 0:
+		fileLocked(g, c)
+	case c.next != nil: // in a bucket; if being looked at, it is filed after
+		unlinkLocked(g, c)
+		fileLocked(g, c)
+	}
+}
+
+// ReadFrom copies r to c (sendfile, splice), as c's own ReadFrom does.
+func (c *eventConn[X]) ReadFrom(r io.Reader) (int64, error) { return readFrom(c, r) }
+
+// WriteTo copies c to w (splice), counting as data read per MiB.
+func (c *eventConn[X]) WriteTo(w io.Writer) (int64, error) { return writeTo(c, w) }
+
+// CloseWrite shuts down the writing side of c.
+func (c *eventConn[X]) CloseWrite() error { return closeWrite(c) }
+
+// CloseRead shuts down the reading side of c.
+func (c *eventConn[X]) CloseRead() error { return closeRead(c) }
+
+// SyscallConn returns c's raw conn, whose Read and Write count as traffic.
+func (c *eventConn[X]) SyscallConn() (syscall.RawConn, error) { return syscallConn(c) }
+
+var (
+	_ IdleControl = (*eventConn[noExtra])(nil)
+	_ IdleControl = (*eventConn[lifeExtra])(nil)
+)
+
 // nextDue returns the earliest deadline the marks allow, in ns since the
-// origin.
-func (c *eventConn) nextDue() int64 {
-	next := min(satAdd(c.read.load(), c.idle()), c.lifeEnd())
-	if c.cfg.writeIdle > 0 {
-		next = min(next, satAdd(c.write.load(), c.cfg.writeIdle))
+// origin, or math.MaxInt64 for none (paused, with no lifetime).
+func (c *eventConn[X]) nextDue() int64 {
+	next := int64(math.MaxInt64)
+	e := c.ext()
+	if e != nil {
+		next = e.lifeEnd
+	}
+	if c.state.Load()&idlePaused == 0 {
+		next = min(next, satAdd(c.mark.load(), c.idle.Load()))
+		if e != nil && c.p.writeIdle > 0 {
+			next = min(next, satAdd(e.write.load(), c.p.writeIdle))
+		}
+	}
+	if next == math.MaxInt64 {
+		return next
 	}
 	return clampDeadline(next)
 }
 
-// record moves mark m (c.read or c.write) to the clock's reading: data
-// moved now.
-func (c *eventConn) record(m *mark) {
-	if !m.raise(c.cfg.h.elapsed()) {
+// record moves mark m (c.mark or the write mark) to the clock's reading:
+// data moved now.
+func (c *eventConn[X]) record(m *mark) {
+	if !m.raise(c.p.h.elapsed()) {
 		c.recordBehind(m)
 	}
 }
@@ -319,62 +465,76 @@ func (c *eventConn) record(m *mark) {
 // just raises the mark; one still behind it means the clock went back, and
 // the count starts again from it, as a Reset would, with c filed again
 // since its bucket may now be later than its next event.
-func (c *eventConn) recordBehind(m *mark) {
+func (c *eventConn[X]) recordBehind(m *mark) {
 	g := c.group()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	now := c.cfg.h.elapsed()
+	now := c.p.h.elapsed()
 	if m.raise(now) {
 		return
 	}
-	m.lower(now)
+	m.set(now)
 	if c.next != nil { // in a bucket; if being looked at, it is filed after
-		g.unlinkLocked(c)
-		g.fileLocked(c)
+		unlinkLocked(g, c)
+		fileLocked(g, c)
 	}
 }
 
-// fire looks at c when its bucket's timer has fired, at is the instant of
+// fire looks at c when its bucket's timer has fired; at is the instant of
 // the tick being fired (or the clock's reading, if earlier): it closes the
 // conn or runs the events due by then, and files the conn again for the
-// next. An event is due when the hierarchy's tick has reached its
-// deadline's, as for a timer. Filing comes after the events, so that a
-// conn's events never overlap; f may Close the conn (it is then not filed)
-// or write to it (which moves a mark before the filing reads it). The
-// write-idle event is decided after the read-idle one has run, so that if
-// f panics, the write-idle event still comes on the next Advance.
-func (c *eventConn) fire(at int64) {
-	if c.state.Load()&(idleTimedOut|idleClosed) != 0 {
+// next. An event is due when that tick has reached its deadline, as for a
+// timer. Filing comes after the events, so that a conn's events never
+// overlap; f may Close the conn (it is then not filed) or write to it
+// (which moves a mark before the filing reads it). The write-idle event is
+// decided after the read-idle one has run, so that if f panics, the
+// write-idle event still comes on the next Advance. A paused conn has only
+// its lifetime.
+func (c *eventConn[X]) fire(g *idleGroup, at int64) {
+	s := c.state.Load()
+	if s&(idleTimedOut|idleClosed) != 0 {
 		return
 	}
-	cfg := c.cfg
-	now := cfg.h.elapsed()
-	if at >= c.lifeEnd() {
+	p := c.p
+	now := p.h.elapsed()
+	e := c.ext()
+	if e != nil && at >= e.lifeEnd {
 		c.expire(idleLifeEnded)
 		return
 	}
-	if cfg.onRead == nil {
-		if c.read.freezeIfDue(c.idle(), at) {
-			c.expire(0)
-			return
+	if s&idlePaused == 0 {
+		if p.onRead == nil {
+			if c.mark.freezeIfDue(c.idle.Load(), at) {
+				c.expire(0)
+				return
+			}
+		} else if c.mark.due(c.idle.Load(), at, now) {
+			c.readIdle()
 		}
-	} else if c.read.due(c.idle(), at, now) {
-		cfg.onRead(c)
-	}
-	if cfg.writeIdle > 0 {
-		if c.state.Load() >= idleWriter { // a Write in progress: not idle
-			c.write.raise(now)
-		} else if c.write.due(cfg.writeIdle, at, now) {
-			cfg.onWrite(c)
+		if e != nil && p.writeIdle > 0 && c.state.Load()&idlePaused == 0 {
+			if c.state.Load() >= idleWriter { // a Write in progress: not idle
+				e.write.raise(now)
+			} else if e.write.due(p.writeIdle, at, now) {
+				p.onWrite(c)
+			}
 		}
 	}
-	c.group().file(c)
+	g.mu.Lock()
+	fileLocked(g, c)
+	g.mu.Unlock()
+}
+
+// readIdle runs OnReadIdle's f, during which a Close is an idle close.
+func (c *eventConn[X]) readIdle() {
+	c.state.Or(idleInReadEv)
+	defer c.state.And(^uint32(idleInReadEv))
+	c.p.onRead(c)
 }
 
 // expire closes the conn as the idle close does (why: 0, or idleLifeEnded),
 // unless Close came first. The flag goes up before c is closed, so a Read
 // or Write that fails because of the close reports the timeout.
-func (c *eventConn) expire(why uint32) {
+func (c *eventConn[X]) expire(why uint32) {
 	for {
 		s := c.state.Load()
 		if s&(idleTimedOut|idleClosed) != 0 {

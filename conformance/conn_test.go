@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,9 +13,10 @@ import (
 
 // TestIdleConn runs nettest.TestConn, the standard conformance suite for
 // net.Conn implementations, on both ends of a loopback TCP connection and of
-// a net.Pipe, each wrapped by IdleConn: without options, with each option
-// alone and with all of them. The driver runs on the real clock. The events
-// fire while the suite runs (a millisecond apart) but do nothing, so they
+// a net.Pipe, each wrapped by an IdlePolicy: without options, with each
+// option alone and with all of them, and paused (with an idle of a tick:
+// a paused conn must not be closed, and Read and Write behave as c's).
+// The driver runs on the real clock. The events fire while the suite runs (a millisecond apart) but do nothing, so they
 // must not disturb the conn; the idle close and the lifetime are far off,
 // as the suite needs its conns open.
 func TestIdleConn(t *testing.T) {
@@ -34,16 +36,30 @@ func TestIdleConn(t *testing.T) {
 		{"OnReadIdle", []timingwheel.IdleOption{timingwheel.OnReadIdle(nop)}},
 		{"OnWriteIdle", []timingwheel.IdleOption{timingwheel.OnWriteIdle(time.Millisecond, nop)}},
 		{"MaxLifetime", []timingwheel.IdleOption{timingwheel.MaxLifetime(time.Hour)}},
+		{"AllIdle", []timingwheel.IdleOption{timingwheel.AllIdle()}},
 		{"all", []timingwheel.IdleOption{timingwheel.OnReadIdle(nop), timingwheel.OnWriteIdle(time.Millisecond, nop),
-			timingwheel.MaxLifetime(time.Hour)}},
+			timingwheel.MaxLifetime(time.Hour), timingwheel.AllIdle()}},
+		{"paused", nil},
+		{"paused-all", []timingwheel.IdleOption{timingwheel.OnReadIdle(nop), timingwheel.OnWriteIdle(time.Millisecond, nop),
+			timingwheel.MaxLifetime(time.Hour), timingwheel.AllIdle()}},
 	}
 	for _, o := range options {
 		idle := time.Hour
-		if o.name == "OnReadIdle" || o.name == "all" {
+		switch o.name {
+		case "OnReadIdle", "all", "paused-all":
 			idle = time.Millisecond // events, not a close
+		case "paused":
+			idle = time.Millisecond // a close, but the conns are paused
 		}
+		pause := strings.HasPrefix(o.name, "paused")
 		wrap := func(c1, c2 net.Conn) (net.Conn, net.Conn) {
-			return h.IdleConn(c1, idle, o.opts...), h.IdleConn(c2, idle, o.opts...)
+			p := h.IdlePolicy(idle, o.opts...) // one policy, two conns
+			w1, w2 := p.Conn(c1), p.Conn(c2)
+			if pause {
+				w1.(timingwheel.IdleControl).Pause()
+				w2.(timingwheel.IdleControl).Pause()
+			}
+			return w1, w2
 		}
 		t.Run("options="+o.name+"/transport=tcp", func(t *testing.T) {
 			nettest.TestConn(t, func() (c1, c2 net.Conn, stop func(), err error) {

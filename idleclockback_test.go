@@ -1,0 +1,61 @@
+package timingwheel_test
+
+import (
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/timingwheel/timingwheel"
+)
+
+// TestIdleEvents_ClockBackJudgedAtTheFiredTick (issue 29, item 2): on a
+// Mock, one shard, the clock goes to 20ms and back to 5ms; a conn wrapped
+// then with OnWriteIdle(2ms) and MaxLifetime(9ms) has its write-idle event
+// due at 7ms, and its lifetime ends at 14ms. At 8ms the event runs (the
+// next is due at 10ms). The clock then jumps to 30ms: the event due at
+// 10ms runs, on the open conn, before the lifetime closes it at 14ms. A
+// bucket that judged its conns at the shard's tick (20ms, then 30ms)
+// instead of the tick being fired closed the conn first and lost the event.
+func TestIdleEvents_ClockBackJudgedAtTheFiredTick(t *testing.T) {
+	mock := clock.NewMock()
+	h, err := timingwheel.New(timingwheel.WithClock(mock), timingwheel.WithShards(1))
+	require.NoError(t, err)
+	start := mock.Now()
+	mock.Set(start.Add(20 * time.Millisecond))
+	advanceWithin(t, h, "20ms")
+	mock.Set(start.Add(5 * time.Millisecond))
+	advanceWithin(t, h, "back at 5ms")
+	fc := &fastConn{}
+	var (
+		mu    sync.Mutex
+		order []string
+	)
+	rec := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	c := h.IdleConn(fc, time.Hour, timingwheel.OnWriteIdle(2*time.Millisecond, func(net.Conn) {
+		if fc.closes.Load() > 0 {
+			rec("write idle on a closed conn")
+			return
+		}
+		rec("write idle at " + h.Now().Sub(start).String())
+	}), timingwheel.MaxLifetime(9*time.Millisecond))
+	defer c.Close()
+	mock.Set(start.Add(8 * time.Millisecond))
+	advanceWithin(t, h, "8ms")
+	mu.Lock()
+	require.Equal(t, []string{"write idle at 8ms"}, order, "the event due at 7ms, at 8ms")
+	mu.Unlock()
+	mock.Set(start.Add(30 * time.Millisecond))
+	advanceWithin(t, h, "30ms")
+	advanceWithin(t, h, "30ms, again") // what a callback arms for a tick the shard has passed waits for the next Advance
+	mu.Lock()
+	assert.Equal(t, []string{"write idle at 8ms", "write idle at 30ms"}, order,
+		"the write-idle event due at 10ms, before the lifetime's end at 14ms")
+	mu.Unlock()
+	assert.EqualValues(t, 1, fc.closes.Load(), "not closed for its lifetime")
+	_, err = c.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, timingwheel.ErrLifetime)
+}

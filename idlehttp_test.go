@@ -1,0 +1,195 @@
+package timingwheel_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/timingwheel/timingwheel"
+)
+
+// Guarantee 16 as a real server sees it: a net/http server over
+// IdleListener, with ConnState pausing each conn on StateActive and
+// resuming it on StateIdle, and a real client, on the real clock.
+
+// pauseWhileActive is the ConnState hook of an IdleListener's server.
+func pauseWhileActive(c net.Conn, s http.ConnState) {
+	switch s {
+	case http.StateActive:
+		c.(timingwheel.IdleControl).Pause()
+	case http.StateIdle:
+		c.(timingwheel.IdleControl).Resume()
+	}
+}
+
+type httpIdleServer struct {
+	h      *timingwheel.Hierarchy
+	url    string
+	mu     sync.Mutex
+	idleAt map[net.Conn]time.Time // on the hierarchy's clock, the last StateIdle
+	closed chan time.Duration     // how long after its last StateIdle a conn was closed
+}
+
+func startHTTPIdleServer(t *testing.T, idle time.Duration) *httpIdleServer {
+	t.Helper()
+	h, err := timingwheel.New()
+	require.NoError(t, err)
+	h.Start()
+	t.Cleanup(h.Stop)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := &httpIdleServer{h: h, url: "http://" + ln.Addr().String(), idleAt: map[net.Conn]time.Time{},
+		closed: make(chan time.Duration, 16)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(3 * idle)
+		io.WriteString(w, "slow done")
+	})
+	mux.HandleFunc("/stream", func(w http.ResponseWriter, r *http.Request) {
+		for i := range 8 {
+			fmt.Fprintf(w, "part %d\n", i)
+			w.(http.Flusher).Flush()
+			time.Sleep(idle / 2)
+		}
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") })
+	srv := &http.Server{Handler: mux, ConnState: func(c net.Conn, st http.ConnState) {
+		pauseWhileActive(c, st)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		switch st {
+		case http.StateIdle:
+			s.idleAt[c] = h.Now()
+		case http.StateClosed:
+			if at, ok := s.idleAt[c]; ok {
+				s.closed <- h.Now().Sub(at)
+			}
+		}
+	}}
+	go srv.Serve(h.IdleListener(ln, idle))
+	t.Cleanup(func() { srv.Close() })
+	return s
+}
+
+func get(t *testing.T, client *http.Client, url string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	require.NoError(t, err)
+	resp, err := client.Do(req)
+	require.NoError(t, err, "GET %s", url)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err, "GET %s: the body", url)
+	return string(b)
+}
+
+func TestIdleHTTP_SlowHandlerAndStreamComplete(t *testing.T) {
+	const idle = 100 * time.Millisecond
+	s := startHTTPIdleServer(t, idle)
+	tr := &http.Transport{DisableKeepAlives: false, MaxIdleConnsPerHost: 1}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	assert.Equal(t, "slow done", get(t, client, s.url+"/slow"), "a handler slower than idle (3x)")
+	body := get(t, client, s.url+"/stream")
+	assert.Equal(t, 8, strings.Count(body, "part "), "a streamed response longer than idle (4x) to a silent client: %q", body)
+	assert.Equal(t, "hello", get(t, client, s.url+"/"), "a request on the same keep-alive conn")
+}
+
+// A keep-alive conn idle between requests is closed, never before idle has
+// passed since its last request ended.
+func TestIdleHTTP_KeepAliveConnIdleBetweenRequestsIsClosed(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	s := startHTTPIdleServer(t, idle)
+	closedByServer := make(chan struct{}, 4)
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		return &watchEOF{Conn: c, eof: closedByServer}, err
+	}}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	for range 3 {
+		assert.Equal(t, "hello", get(t, client, s.url+"/"))
+		time.Sleep(idle / 10) // well within idle: the conn is reused
+	}
+	after := recvWithin(t, 10*time.Second, s.closed, "the idle close of a keep-alive conn")
+	assert.GreaterOrEqual(t, after, idle, "closed %v after its last request: before idle", after)
+	recvWithin(t, 10*time.Second, closedByServer, "the client seeing its conn closed")
+	// The client dials again for the next request, and it is served.
+	assert.Equal(t, "hello", get(t, client, s.url+"/"))
+}
+
+// watchEOF tells when the server closed a client conn: its Read (the
+// transport reads every idle conn) returns an error.
+type watchEOF struct {
+	net.Conn
+	once sync.Once
+	eof  chan struct{}
+}
+
+func (c *watchEOF) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		c.once.Do(func() { c.eof <- struct{}{} })
+	}
+	return n, err
+}
+
+// AllIdle on a raw TCP server: a conn streaming to a client that never
+// sends stays open while it writes, and is closed once it has been idle
+// both ways for idle.
+func TestIdleHTTP_AllIdleRawServerStreamsToSilentClient(t *testing.T) {
+	h, err := timingwheel.New()
+	require.NoError(t, err)
+	h.Start()
+	defer h.Stop()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	const idle = 300 * time.Millisecond // 10 gaps between lines: a loaded machine's late wake-ups fit
+	const lines = 15                    // over idle in all
+	il := h.IdleListener(ln, idle, timingwheel.AllIdle())
+	served := make(chan error, 1)
+	go func() {
+		c, err := il.Accept()
+		if err != nil {
+			served <- err
+			return
+		}
+		defer c.Close()
+		for i := range lines { // the client silent
+			if _, err := fmt.Fprintf(c, "line %d\n", i); err != nil {
+				served <- err
+				return
+			}
+			time.Sleep(idle / 10)
+		}
+		served <- nil
+		_, err = c.Read(make([]byte, 1)) // then silent both ways
+		served <- err
+	}()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer client.Close()
+	watchdog(t, 20*time.Second, "the stream and its idle close", client)
+	r := bufio.NewReader(client)
+	for i := range lines {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err, "line %d", i)
+		assert.Equal(t, fmt.Sprintf("line %d\n", i), line)
+	}
+	require.NoError(t, recvWithin(t, 10*time.Second, served, "the stream"), "the stream was cut")
+	assertIdleErr(t, recvWithin(t, 10*time.Second, served, "the idle close"), timingwheel.ErrIdle, "the server's Read once idle both ways")
+	_, err = r.ReadString('\n')
+	assert.ErrorIs(t, err, io.EOF, "the client sees the close")
+}
