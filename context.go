@@ -61,31 +61,23 @@ func (h *Hierarchy) withTimeout(method string, parent context.Context, d time.Du
 // no timer armed. Contexts derived from the returned one by the functions
 // of package context report DeadlineExceeded too when its deadline passes.
 //
-// The context holds its timer by value: creating one costs two
-// allocations (the context, and the func that is its cancel func and its
-// timer's callback), one more when Done is first called. It asks a parent
-// that can be done to tell it of its end only once something waits for
-// the context (its Done is called, an AfterFunc or a derived context is
-// registered with it); until then Err asks the parent, so a parent's end
-// reaches the context either way, and a context that is only checked with
-// Err costs its parent nothing. Registering costs one allocation under a
-// context returned by these methods (its entry in the parent's list), and
-// the allocations of [context.AfterFunc] under a parent of package context
-// or of another kind, except where contexts share a registration (below).
+// Creating a context costs two allocations (the context, which holds its
+// timer, and its cancel func), one more when Done is first called. The
+// context asks its parent to tell it of its end only once something waits
+// for it (Done, an AfterFunc, a derived context); until then Err asks the
+// parent, so a context that is only checked with Err costs its parent
+// nothing. Registering costs one allocation under a context of these
+// methods, and [context.AfterFunc]'s under other parents, except that the
+// contexts under one parent of package context that wait share one
+// registration per shard of h, made by the second of them: a request whose
+// calls each get a deadline under the request's context pays package
+// context's registration once, not per call. A shared registration that no
+// context used between two garbage collections is undone, so a parent
+// dropped without being cancelled is kept two collections at most.
 //
 // When parent is [context.Background], [context.TODO], a context of
-// package context or one returned by these methods, no goroutine is
-// started per context. The contexts under one parent of package context
-// that wait share one registration with it per shard of h, made by the
-// second of them: each joins and leaves its list with no lock of the
-// parent and no allocation, so a request whose calls each get a deadline
-// under the request's context pays package context's registration once,
-// not per call. When that parent ends, package context starts one
-// goroutine that ends them all. A registration that no context has used
-// between two garbage collections is undone, so the hierarchy keeps a
-// parent that is dropped without being cancelled alive for two
-// collections at most, and a parent that lives on keeps a dropped
-// hierarchy alive no longer.
+// package context or one of these methods, no goroutine is started per
+// context.
 //
 // Cancelling stops the timer and unregisters the context from its parent
 // at once: the hierarchy keeps no reference to a cancelled context.
@@ -112,64 +104,44 @@ func (h *Hierarchy) withDeadlineAt(method string, parent context.Context, deadli
 	return h.withDeadline(method, parent, deadline, deadline == h.origin.Add(time.Duration(w)), w, h.elapsed(), cause)
 }
 
-// States of a deadlineCtx, in the low bits of its state word.
+// The state word of a deadlineCtx: its phase, which leaves ctxLive once,
+// and flags.
 const (
 	ctxLive     = iota
 	ctxCanceled // its cancel func was called
 	ctxExpired  // its own deadline passed
 	ctxParent   // its parent was done first
+	ctxPhase    = 3
 
-	ctxPhase = 3 // the bits that hold one of the states above
-	// ctxDone is set, with mu held, once the done field holds the
-	// context's Done channel: a reader that sees it may read the field
-	// without the lock.
-	ctxDone = 4
-	// ctxArmed and ctxWatched are set when the context is made: its timer
-	// was armed with its deadline; its parent can be done (see
-	// watchLocked).
-	ctxArmed   = 8
-	ctxWatched = 16
-	// ctxOwn is set when the deadline is the context's own, not the
-	// parent's earlier one.
-	ctxOwn = 32
+	ctxDone    = 4  // the done field holds the Done channel: read it without mu
+	ctxArmed   = 8  // the timer was armed with the deadline (set when made, as are the next two)
+	ctxWatched = 16 // the parent can be done (see watchLocked)
+	ctxOwn     = 32 // the deadline is the context's own, not the parent's earlier one
 )
 
 // A deadlineCtx is the context of WithDeadline and WithTimeout: one
-// allocation holding its timer and everything else (a deadlineCtxAt when
-// the deadline is not the timer's), plus fn, the method value c.stop,
-// which serves as the timer's callback, as the CancelFunc returned to the
-// caller, and as the func its parent calls when it is done. Err and Cause
-// are not stored: they follow from the state and the parent.
-//
-// Every change of the state, the Done channel, the kids and the
-// registration with the parent is made with mu held; the state is also
-// read without it (Err, Done, Value).
+// allocation holding its timer, plus fn, the method value c.stop, which is
+// the timer's callback, the CancelFunc, and what the parent calls when it
+// is done. Err and Cause follow from the state and the parent. The state,
+// done, kids and up change with mu held; the state is read without it.
 type deadlineCtx struct {
 	t      Timer // armed with the deadline, if it is the context's own
 	parent context.Context
-	fn     func() // c.stop, made once
+	fn     func()
 	mu     sync.Mutex
-	// state holds a ctx constant (its phase), which leaves ctxLive once,
-	// before done is closed, and the ctx bits above. Read and written
-	// with sync/atomic's functions once c is shared; set by the composite
-	// literal that makes c.
-	state uint32
-	widx  uint32        // c's index in the kids of the parentWatch it is registered with; guarded by that watch's shard's lock
-	done  chan struct{} // made by the first Done; see ctxDone
-	kids  *afterNode    // funcs to call when done: kids of this type, and AfterFunc's
-	// up is c's registration with its parent: nil until watchLocked makes
-	// one; an *upNode, c's entry in the kids of the deadlineCtx that is or
-	// is under the parent; the *parentWatch c is a kid of; or the stop
-	// func of context.AfterFunc(parent, c.fn).
+	state  uint32        // set by the composite literal, then through sync/atomic's functions
+	widx   uint32        // c's index in its parentWatch's kids, guarded by the watch's shard's lock
+	done   chan struct{} // made by the first Done
+	kids   *afterNode    // funcs to call when done: kids of this type, and AfterFunc's
+	// up is c's registration with its parent, made by watchLocked: an
+	// *upNode, c's entry in the kids of a deadlineCtx; the *parentWatch c
+	// is a kid of; or the stop func of context.AfterFunc(parent, c.fn).
 	up any
 }
 
-// A deadlineCtxAt is a deadlineCtx with room for its deadline, for one
-// whose deadline is not its timer's: set by WithDeadline, the parent's
-// earlier one, or one whose timer was not armed (done at once). A
-// deadlineCtx whose deadline is its timer's (c.t armed with it, and
-// h.origin.Add of its ns since the origin the same Time: WithTimeout's,
-// usually) reads it from the timer.
+// A deadlineCtxAt keeps its deadline beside its timer: WithDeadline's, the
+// parent's earlier one, or one that was not armed (done at once). A plain
+// deadlineCtx (WithTimeout's) reads it from the timer.
 type deadlineCtxAt struct {
 	deadlineCtx
 	deadline time.Time
@@ -180,14 +152,13 @@ type deadlineCtxAt struct {
 type deadlineCtxCause struct {
 	deadlineCtxAt
 	cause error
-	// causeVal is what Value returns for cancelCtxKey once the deadline
-	// has passed: the cancelCtx of a context of package context cancelled
-	// with cause, made by the first look-up. Guarded by mu.
+	// causeVal is Value's answer for cancelCtxKey once the deadline passed:
+	// the cancelCtx of a context of package context cancelled with cause,
+	// made by the first look-up. Guarded by mu.
 	causeVal any
 }
 
-// An upNode is a context's entry in the kids of its parent p, a
-// deadlineCtx: one allocation, from which the context takes itself out.
+// An upNode is a context's entry in the kids of its parent p.
 type upNode struct {
 	afterNode
 	p *deadlineCtx
@@ -200,8 +171,7 @@ type afterNode struct {
 	f          func()
 }
 
-// closedchan is the Done channel of a context that was done before Done
-// was first called.
+// closedchan is the Done channel of a context done before Done was called.
 var closedchan = func() chan struct{} {
 	c := make(chan struct{})
 	close(c)
@@ -212,15 +182,12 @@ var closedchan = func() chan struct{} {
 // Value, so that one under a wrapper (context.WithValue) is found too.
 type deadlineCtxKey struct{}
 
-// cancelCtxKey is the key under which the context package's own
-// cancellable contexts return themselves from Value. context.Cause looks a
-// context's cause up under it, through Value; a deadlineCtx that ended by
-// its own deadline or cancel answers for it with its own cause (nil, for
-// which Cause returns Err), not with the cause of an ancestor cancelled
-// later. The key is unexported, so it is learnt by asking Cause about a
-// context that records the key it is asked for. If a future Go looks
-// causes up another way, the key stays nil and Cause falls back to that
-// Go's own rules.
+// cancelCtxKey is the key under which package context's cancellable
+// contexts return themselves from Value, and context.Cause looks a cause
+// up. A deadlineCtx that ended by its own deadline or cancel answers with
+// its own cause, not an ancestor's. The key is unexported: it is learnt by
+// asking Cause about a context that records the key it is asked for (if a
+// future Go looks causes up otherwise, it stays nil, and Cause is Err).
 var cancelCtxKey = func() any {
 	var key any
 	context.Cause(keySpy{Context: context.Background(), key: &key})
@@ -240,11 +207,10 @@ func (s keySpy) Value(key any) any {
 	return nil
 }
 
-// withDeadline makes the context of WithDeadline. Its deadline is w in
-// ns since the origin, and at as a Time; if exact, at is h.origin.Add(w),
-// and withDeadline makes it only if needed (at is not read). e is the
-// clock's reading. cause, if not nil, is the Cause once the deadline
-// passes.
+// withDeadline makes the context: its deadline is w in ns since the
+// origin, and at as a Time, which, if exact, is h.origin.Add(w), made only
+// if needed. e is the clock's reading; cause, if not nil, the Cause once
+// the deadline passes.
 func (h *Hierarchy) withDeadline(method string, parent context.Context, at time.Time, exact bool, w, e int64, cause error) (context.Context, context.CancelFunc) {
 	if parent == nil {
 		panic("timingwheel: " + method + " called with a nil parent context")
@@ -306,13 +272,10 @@ func (h *Hierarchy) withDeadline(method string, parent context.Context, at time.
 	return ctx, c.fn
 }
 
-// canEnd reports whether parent can be done.
+// canEnd reports whether parent can be done (one of ours: without making
+// its Done channel).
 func canEnd(parent context.Context) bool {
-	switch parent.(type) {
-	case *deadlineCtx, *deadlineCtxAt, *deadlineCtxCause:
-		return true // without making its Done channel
-	}
-	return parent.Done() != nil
+	return ownCtx(parent) != nil || parent.Done() != nil
 }
 
 // load returns c's state.
@@ -322,11 +285,9 @@ func (c *deadlineCtx) load() uint32 { return atomic.LoadUint32(&c.state) }
 func (c *deadlineCtx) phase() uint32 { return c.load() & ctxPhase }
 
 // watchLocked asks c's parent, if it can be done, to tell c when it is,
-// unless it was asked already: with no goroutine for parents of package
-// context and of this one. Until then, c asks its parent when it needs to
-// know (Err, stop): a context whose Done is never called, with no kids,
-// costs its parent nothing. watchLocked reports false if the parent is
-// done already. c.mu is held and c is live.
+// unless it was asked already; until then c asks the parent itself (Err,
+// stop). It reports false if the parent is done already. c.mu is held and
+// c is live.
 func (c *deadlineCtx) watchLocked() bool {
 	if c.load()&ctxWatched == 0 || c.up != nil {
 		return true
@@ -351,12 +312,10 @@ func (c *deadlineCtx) watchLocked() bool {
 		// parent wraps a deadlineCtx without changing when it is done.
 		return c.linkUpLocked(p)
 	}
-	// A context of package context, or another kind: context.AfterFunc
-	// registers c.fn among parent's children when parent is one of
-	// package context's own, and with parent's AfterFunc method if it has
-	// one. Otherwise context.AfterFunc starts a goroutine that waits for
-	// parent, as context.WithDeadline would. It never calls c.fn before it
-	// returns, so c.mu may be held.
+	// context.AfterFunc registers c.fn among the children of a parent of
+	// package context, or with the parent's AfterFunc method; otherwise it
+	// starts a goroutine that waits, as context.WithDeadline would. It
+	// never calls c.fn before it returns, so c.mu may be held.
 	c.up = context.AfterFunc(parent, c.fn)
 	return true
 }
@@ -404,14 +363,12 @@ func (c *deadlineCtx) linkUpLocked(p *deadlineCtx) bool {
 	return true
 }
 
-// stop is c.fn: the callback of c's timer, the CancelFunc returned to the
-// caller, and what c's parent calls once it is done. Which of them calls
-// it tells from the state: a parent that is done comes first (package
+// stop is c.fn: the callback of c's timer, the CancelFunc, and what c's
+// parent calls once it is done. A parent that is done comes first (package
 // context propagates a parent's end before its children's own cancel);
-// otherwise, if c's timer was armed and cannot be stopped, its callback
-// has started: the deadline passed (every other end stops the timer with
-// c.mu held, and ends c before letting it go); otherwise the call is
-// cancel's.
+// otherwise, if c's armed timer cannot be stopped, its callback has
+// started: the deadline passed (every end stops the timer with c.mu held
+// and ends c before letting it go); otherwise the call is cancel's.
 func (c *deadlineCtx) stop() {
 	st := c.load()
 	if st&ctxPhase != ctxLive {
@@ -526,17 +483,15 @@ func (c *deadlineCtx) Deadline() (deadline time.Time, ok bool) {
 	return c.t.home().h.origin.Add(time.Duration(c.t.deadlineNs())), true
 }
 
-// Deadline returns the time the context is done by: the earlier of the
-// deadline it was made with and its parent's. ok is always true.
+// Deadline returns the time the context is done by, as
+// [deadlineCtx.Deadline] does.
 func (c *deadlineCtxAt) Deadline() (deadline time.Time, ok bool) {
 	return c.deadline, true
 }
 
-// Done returns a channel that is closed when the context is done. The
-// channel is made by the first call, so a context whose Done is never
-// called costs no channel. The first call also asks a parent that can be
-// done to tell the context when it is (see [context.AfterFunc]); until
-// then Err asks the parent itself.
+// Done returns a channel that is closed when the context is done, made by
+// the first call, which also asks the parent to tell the context of its
+// end (until then Err asks the parent itself).
 func (c *deadlineCtx) Done() <-chan struct{} {
 	if c.load()&ctxDone != 0 {
 		return c.done
@@ -570,9 +525,9 @@ func (c *deadlineCtx) registerLocked() bool {
 
 // Err returns nil while the context is live; then
 // [context.DeadlineExceeded] if its deadline passed, [context.Canceled] if
-// it was cancelled, or its parent's Err if the parent was done first. Once
-// Err returns an error, Done is closed. Err notices a parent that is done
-// at once, without waiting for the parent to notify the context.
+// it was cancelled, or its parent's Err if the parent was done first (seen
+// at once, without waiting for the parent to tell). Once Err returns an
+// error, Done is closed.
 func (c *deadlineCtx) Err() error {
 	st := c.load()
 	if st&ctxPhase == ctxLive {
@@ -626,19 +581,13 @@ func (c *deadlineCtxCause) Value(key any) any {
 	return c.deadlineCtx.Value(key)
 }
 
-// AfterFunc arranges for f to be called once the context is done, and
-// returns a function that stops that: stop returns true if it prevented f
-// from being called, false if f has been called (or is being called) or
-// was stopped already. [context.AfterFunc] uses this method, and so do the
-// contexts that package context derives from this one, which is how they
-// are cancelled with it without a goroutine each.
-//
-// Prefer [context.AfterFunc], which calls f in a goroutine of its own.
-// Called directly, this method calls f on the goroutine that ends the
-// context: the caller of cancel, or the goroutine that advances the
-// hierarchy when the deadline passes. So f must be quick and must not
-// block. If the context is done already, f is called at once in a
-// goroutine of its own.
+// AfterFunc arranges for f to be called once the context is done; stop
+// reports whether it prevented that. [context.AfterFunc] and the contexts
+// package context derives from this one use it, and so need no goroutine.
+// Prefer context.AfterFunc: called directly, this method calls f on the
+// goroutine that ends the context (cancel's caller, or the one advancing
+// h), so f must be quick and must not block. If the context is done
+// already, f is called at once in a goroutine of its own.
 func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
 	c.mu.Lock()
 	if !c.registerLocked() {
@@ -647,16 +596,13 @@ func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
 	if c.phase() != ctxLive {
 		c.mu.Unlock()
 		go f()
-		return stopped
+		return func() bool { return false }
 	}
 	n := &afterNode{f: f}
 	pushNode(&c.kids, n)
 	c.mu.Unlock()
 	return func() bool { return c.unlink(n) }
 }
-
-// stopped is the stop func of an AfterFunc that already called its func.
-func stopped() bool { return false }
 
 // String describes the context for debugging, in the form of
 // [context.WithDeadline]'s, or [context.WithCancel]'s when the parent's

@@ -9,37 +9,24 @@ import (
 
 // Contexts under one parent of package context share its registration.
 //
-// A deadlineCtx that something waits for must learn when its parent ends
-// (see watchLocked). For a parent of package context the only way with no
-// goroutine is context.AfterFunc, and that costs about what a whole
-// context.WithTimeout does: a context of its own in the parent's children
-// map, put in by the registration and taken out again by the child's
-// cancel, with the parent's lock taken each time. A server that gives
-// each backend call of a request its own deadline under the request's
-// context pays it for every call.
-//
-// So the contexts of one shard under one parent share one registration, a
-// parentWatch: each links into its list and out again under the shard's
-// lock, with no allocation in package context and no lock of the parent.
-// The first context a shard sees under a parent registers on its own, as
-// one that is alone under its parent should (a request with a single
-// deadline): it only notes the parent's Done channel in the shard's seen
-// hints. The next one under the same parent makes the watch, which stays
-// registered while it is used, and serves every later one. A watch whose
-// parent ends calls its contexts' stop, as context.AfterFunc would have
-// for each, and leaves the table.
+// For a parent of package context the only hook with no goroutine is
+// context.AfterFunc, which costs about what a whole context.WithTimeout
+// does (a context in the parent's children map, put in and taken out under
+// the parent's lock). So the contexts of one shard under one parent share
+// one, a parentWatch: each joins and leaves its list under the shard's
+// lock, with no allocation. The first context a shard sees under a parent
+// registers on its own, as a lone request deadline should, and notes the
+// parent in the seen hints; the second makes the watch, which serves every
+// later one. A watch whose parent ends ends its contexts and leaves the
+// table.
 //
 // The table is keyed by the parent's Done channel: comparable, the same
-// for a parent and the context.WithValue wrappers of it, and holding
-// nothing of the parent. It holds its watches strongly, and so their
-// registrations, and so their parents; and a parent holds its watch's
-// registration, and so the watch, its shard and its hierarchy. Neither
-// may keep the other alive for long: after each garbage collection, a
-// cleanup sweeps the table and undoes the registration of every watch
-// that has no context in its list and was not used since the sweep
-// before. A parent dropped without being cancelled is so kept for two
-// collections at most, and so is a hierarchy dropped while a parent it
-// registered with lives on.
+// for the context.WithValue wrappers of a parent, and holding nothing of
+// it. The table holds its watches, their registrations and so their
+// parents; a parent holds its registration, and so the watch, its shard
+// and hierarchy. Neither keeps the other alive for long: after each
+// garbage collection a sweep unregisters every watch with no contexts that
+// was not used since the sweep before.
 
 // A parentWatch is the registration of a shard's contexts with one parent
 // of package context. Its fields are guarded by the shard's lock, except
@@ -97,12 +84,11 @@ func (set *watchSet) sawLocked(done <-chan struct{}) bool {
 	return false
 }
 
-// watchSharedLocked links c, a context under a cancellable context of
-// package context whose Done channel is done, into its shard's watch for
-// that parent, making the watch if this is the second context the shard
-// sees under the parent. It reports false if c is to register on its own:
-// the first under the parent, or one that finds the parent ended. c.mu is
-// held.
+// watchSharedLocked links c, under a parent of package context whose Done
+// channel is done, into its shard's watch for the parent, making it if
+// this is the second context the shard sees under the parent. It reports
+// false if c is to register on its own: the first, or one that finds the
+// parent ended. c.mu is held.
 func (c *deadlineCtx) watchSharedLocked(done <-chan struct{}) bool {
 	s := c.t.home()
 	s.lock()
@@ -199,10 +185,9 @@ var testHookWatch func(*parentWatch)
 // that it is not batched with other tiny objects, whose cleanups may wait.
 type gcSentinel struct{ _ *byte }
 
-// sweepAfterGC arranges for s's table to be swept once the next garbage
-// collection ends, and after each one while the table holds watches: a
-// watch with no contexts that was not used since the sweep before leaves
-// the table and unregisters, and the seen hints are forgotten.
+// sweepAfterGC has s's table swept after the next garbage collection, and
+// after each one while it holds watches: a watch with no contexts, unused
+// since the sweep before, leaves and unregisters; the hints are forgotten.
 func sweepAfterGC(ws weak.Pointer[shard]) {
 	runtime.AddCleanup(new(gcSentinel), func(ws weak.Pointer[shard]) {
 		s := ws.Value()

@@ -182,3 +182,29 @@ func peekDone(ctx context.Context) {
 	default:
 	}
 }
+
+// BenchmarkWithTimeoutFreshParent: a request with a single deadline, under
+// a context.WithCancel parent of its own that is cancelled after it (the
+// request's context, as net/http's), Done called: the parent's
+// WithCancel and cancel are in both implementations' times.
+func BenchmarkWithTimeoutFreshParent(b *testing.B) {
+	l := newCtxLoads(b, 0)
+	defer l.close()
+	for _, im := range l.impls {
+		b.Run("impl="+im.name+"/pending=100000", func(b *testing.B) {
+			with, i := im.with, 0
+			bg := context.Background()
+			b.ReportAllocs()
+			cpu := cpuTime()
+			for b.Loop() {
+				parent, stop := context.WithCancel(bg)
+				ctx, cancel := with(parent, i)
+				peekDone(ctx)
+				cancel()
+				stop()
+				i++
+			}
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
