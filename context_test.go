@@ -123,7 +123,10 @@ func TestWithDeadline_NeverEarlyBetweenTicks(t *testing.T) {
 	assertEnded(t, ctx, context.DeadlineExceeded, context.DeadlineExceeded, "at the tick after the deadline")
 }
 
-func TestWithTimeout_MockDoneOnFirstAdvanceAtOrAfterDeadline(t *testing.T) {
+// With a Mock, a context ends on the first Advance whose clock has reached
+// its deadline rounded up to the tick: not on one whose clock has reached
+// the deadline but not its tick.
+func TestWithTimeout_MockDoneOnFirstAdvanceAtDeadlineTick(t *testing.T) {
 	h, mock := newMock(t)
 	ctx, cancel := h.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
@@ -133,6 +136,15 @@ func TestWithTimeout_MockDoneOnFirstAdvanceAtOrAfterDeadline(t *testing.T) {
 	mock.Add(5 * time.Millisecond)
 	h.Advance()
 	assertEnded(t, ctx, context.DeadlineExceeded, context.DeadlineExceeded, "after the deadline")
+
+	ctx, cancel = h.WithTimeout(context.Background(), 20*time.Millisecond+500*time.Microsecond)
+	defer cancel()
+	mock.Add(20*time.Millisecond + 700*time.Microsecond)
+	h.Advance()
+	assertLive(t, ctx, "past the deadline, before its tick")
+	mock.Add(300 * time.Microsecond)
+	h.Advance()
+	assertEnded(t, ctx, context.DeadlineExceeded, context.DeadlineExceeded, "at the deadline's tick")
 }
 
 func TestWithTimeout_CancelStopsTimerAtOnce(t *testing.T) {
@@ -921,11 +933,18 @@ func (n noAfterFunc) Value(k any) any             { return n.c.Value(k) }
 
 func TestWithDeadline_BadInput(t *testing.T) {
 	h, _ := newFake(t)
+	var nilCtx context.Context // the nil is the point
 	assert.PanicsWithValue(t, "timingwheel: WithTimeout called with a nil parent context", func() {
-		h.WithTimeout(nil, time.Second) //nolint:staticcheck // the nil is the point
+		h.WithTimeout(nilCtx, time.Second)
 	})
 	assert.PanicsWithValue(t, "timingwheel: WithDeadline called with a nil parent context", func() {
-		h.WithDeadline(nil, time.Now()) //nolint:staticcheck
+		h.WithDeadline(nilCtx, time.Now())
+	})
+	assert.PanicsWithValue(t, "timingwheel: WithTimeoutCause called with a nil parent context", func() {
+		h.WithTimeoutCause(nilCtx, time.Second, errors.New("cause"))
+	})
+	assert.PanicsWithValue(t, "timingwheel: WithDeadlineCause called with a nil parent context", func() {
+		h.WithDeadlineCause(nilCtx, time.Now(), errors.New("cause"))
 	})
 	var zero Hierarchy
 	assert.Panics(t, func() { zero.WithTimeout(context.Background(), time.Second) })
