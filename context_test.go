@@ -24,6 +24,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// isDeadlineCtxAt reports whether ctx keeps its deadline beside its timer.
+func isDeadlineCtxAt(ctx context.Context) bool {
+	_, ok := ctx.(*deadlineCtxAt)
+	return ok
+}
+
+// dataWord returns the data word of an interface value: for a pointer, the
+// pointer (tests take a weak pointer to a parent of package context with it).
+func dataWord(c context.Context) unsafe.Pointer {
+	return (*[2]unsafe.Pointer)(unsafe.Pointer(&c))[1]
+}
+
 // isDone reports whether ctx's Done channel is closed, without waiting.
 func isDone(ctx context.Context) bool {
 	select {
@@ -59,7 +71,7 @@ func assertLive(t *testing.T, ctx context.Context, what string) {
 
 // kids counts the funcs registered with a context of this package.
 func kids(ctx context.Context) int {
-	c := ctx.(*deadlineCtx)
+	c := ownCtx(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
@@ -111,7 +123,10 @@ func TestWithDeadline_NeverEarlyBetweenTicks(t *testing.T) {
 	assertEnded(t, ctx, context.DeadlineExceeded, context.DeadlineExceeded, "at the tick after the deadline")
 }
 
-func TestWithTimeout_MockDoneOnFirstAdvanceAtOrAfterDeadline(t *testing.T) {
+// With a Mock, a context ends on the first Advance whose clock has reached
+// its deadline rounded up to the tick: not on one whose clock has reached
+// the deadline but not its tick.
+func TestWithTimeout_MockDoneOnFirstAdvanceAtDeadlineTick(t *testing.T) {
 	h, mock := newMock(t)
 	ctx, cancel := h.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
@@ -121,6 +136,15 @@ func TestWithTimeout_MockDoneOnFirstAdvanceAtOrAfterDeadline(t *testing.T) {
 	mock.Add(5 * time.Millisecond)
 	h.Advance()
 	assertEnded(t, ctx, context.DeadlineExceeded, context.DeadlineExceeded, "after the deadline")
+
+	ctx, cancel = h.WithTimeout(context.Background(), 20*time.Millisecond+500*time.Microsecond)
+	defer cancel()
+	mock.Add(20*time.Millisecond + 700*time.Microsecond)
+	h.Advance()
+	assertLive(t, ctx, "past the deadline, before its tick")
+	mock.Add(300 * time.Microsecond)
+	h.Advance()
+	assertEnded(t, ctx, context.DeadlineExceeded, context.DeadlineExceeded, "at the deadline's tick")
 }
 
 func TestWithTimeout_CancelStopsTimerAtOnce(t *testing.T) {
@@ -326,12 +350,14 @@ func TestCause_OwnEndIgnoresLaterParentCause(t *testing.T) {
 	assertEnded(t, grandchild, context.Canceled, late, "grandchild of the cancelled parent")
 }
 
-// TestCause_TableOfPackageContext is TestCause of package context for the
-// cases that involve WithTimeout, with this package's.
+// TestCause_TableOfPackageContext is TestCause of package context
+// (context/x_test.go) for the cases that involve WithTimeout and
+// WithTimeoutCause, with this package's.
 func TestCause_TableOfPackageContext(t *testing.T) {
 	h, _ := newFake(t)
 	parentCause := errors.New("parentCause")
 	finishedEarly := errors.New("finishedEarly")
+	tooSlow := errors.New("tooSlow")
 	for _, tt := range []struct {
 		name       string
 		ctx        func() context.Context
@@ -378,6 +404,52 @@ func TestCause_TableOfPackageContext(t *testing.T) {
 			defer cancel()
 			return context.WithoutCancel(ctx)
 		}, nil, nil},
+		{"WithTimeoutCause", func() context.Context {
+			ctx, cancel := h.WithTimeoutCause(context.Background(), 0, tooSlow)
+			cancel()
+			return ctx
+		}, context.DeadlineExceeded, tooSlow},
+		{"WithTimeoutCause canceled", func() context.Context {
+			ctx, cancel := h.WithTimeoutCause(context.Background(), time.Hour, tooSlow)
+			cancel()
+			return ctx
+		}, context.Canceled, context.Canceled},
+		{"WithTimeoutCause stacked", func() context.Context {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			ctx, _ = h.WithTimeoutCause(ctx, 0, tooSlow)
+			cancel(finishedEarly)
+			return ctx
+		}, context.DeadlineExceeded, tooSlow},
+		{"WithTimeoutCause stacked canceled", func() context.Context {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			ctx, _ = h.WithTimeoutCause(ctx, time.Hour, tooSlow)
+			cancel(finishedEarly)
+			return ctx
+		}, context.Canceled, finishedEarly},
+		{"WithoutCancel timeout", func() context.Context {
+			ctx, cancel := h.WithTimeoutCause(context.Background(), 0, tooSlow)
+			ctx = context.WithoutCancel(ctx)
+			cancel()
+			return ctx
+		}, nil, nil},
+		// The same with WithDeadlineCause, which the table of package
+		// context reaches only through WithTimeoutCause.
+		{"WithDeadlineCause", func() context.Context {
+			ctx, cancel := h.WithDeadlineCause(context.Background(), h.Now(), tooSlow)
+			cancel()
+			return ctx
+		}, context.DeadlineExceeded, tooSlow},
+		{"WithDeadlineCause canceled", func() context.Context {
+			ctx, cancel := h.WithDeadlineCause(context.Background(), h.Now().Add(time.Hour), tooSlow)
+			cancel()
+			return ctx
+		}, context.Canceled, context.Canceled},
+		{"WithDeadlineCause stacked canceled", func() context.Context {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			ctx, _ = h.WithDeadlineCause(ctx, h.Now().Add(time.Hour), tooSlow)
+			cancel(finishedEarly)
+			return ctx
+		}, context.Canceled, finishedEarly},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := tt.ctx()
@@ -861,11 +933,18 @@ func (n noAfterFunc) Value(k any) any             { return n.c.Value(k) }
 
 func TestWithDeadline_BadInput(t *testing.T) {
 	h, _ := newFake(t)
+	var nilCtx context.Context // the nil is the point
 	assert.PanicsWithValue(t, "timingwheel: WithTimeout called with a nil parent context", func() {
-		h.WithTimeout(nil, time.Second) //nolint:staticcheck // the nil is the point
+		h.WithTimeout(nilCtx, time.Second)
 	})
 	assert.PanicsWithValue(t, "timingwheel: WithDeadline called with a nil parent context", func() {
-		h.WithDeadline(nil, time.Now()) //nolint:staticcheck
+		h.WithDeadline(nilCtx, time.Now())
+	})
+	assert.PanicsWithValue(t, "timingwheel: WithTimeoutCause called with a nil parent context", func() {
+		h.WithTimeoutCause(nilCtx, time.Second, errors.New("cause"))
+	})
+	assert.PanicsWithValue(t, "timingwheel: WithDeadlineCause called with a nil parent context", func() {
+		h.WithDeadlineCause(nilCtx, time.Now(), errors.New("cause"))
 	})
 	var zero Hierarchy
 	assert.Panics(t, func() { zero.WithTimeout(context.Background(), time.Second) })
@@ -980,7 +1059,6 @@ func TestWithTimeout_AllocationsAsDocumented(t *testing.T) {
 	h, _ := newFake(t)
 	assert.LessOrEqual(t, unsafe.Sizeof(deadlineCtx{}), uintptr(128), "deadlineCtx outgrew the 128-byte size class")
 	assert.LessOrEqual(t, unsafe.Sizeof(deadlineCtxAt{}), uintptr(160), "deadlineCtxAt outgrew the 160-byte size class")
-	require.NotZero(t, stopFM, "method values not laid out as stopFunc expects: each context allocates its func")
 	bg := context.Background()
 	parent, cancelParent := h.WithTimeout(bg, time.Hour)
 	defer cancelParent()
@@ -1002,14 +1080,16 @@ func TestWithTimeout_AllocationsAsDocumented(t *testing.T) {
 		done   bool
 		want   float64
 	}{
-		{"background", timeout, bg, false, 1},
-		{"background, Done", timeout, bg, true, 2},
-		{"under a context of this package", timeout, parent, false, 1},
-		{"under a context of this package, Done", timeout, parent, true, 3}, // its entry among the parent's kids
-		{"under a context of package context", timeout, std, false, 1},
-		{"under a context of package context, Done", timeout, std, true, 2}, // the registration it shares takes none
-		{"WithDeadline, background", deadline, bg, false, 1},
-		{"WithDeadline, background, Done", deadline, bg, true, 2},
+		// The context and its func (the method value that is its cancel
+		// func and its timer's callback), then the Done channel.
+		{"background", timeout, bg, false, 2},
+		{"background, Done", timeout, bg, true, 3},
+		{"under a context of this package", timeout, parent, false, 2},
+		{"under a context of this package, Done", timeout, parent, true, 4}, // its entry among the parent's kids
+		{"under a context of package context", timeout, std, false, 2},
+		{"under a context of package context, Done", timeout, std, true, 3}, // the registration it shares takes none
+		{"WithDeadline, background", deadline, bg, false, 2},
+		{"WithDeadline, background, Done", deadline, bg, true, 3},
 	} {
 		allocs := testing.AllocsPerRun(1000, func() {
 			ctx, cancel := tt.with(tt.parent)
@@ -1060,7 +1140,7 @@ func TestWithTimeout_DeadlineSameAfterEnd(t *testing.T) {
 				ctx, cancel = h.WithDeadline(context.Background(), want)
 			}
 			what := kind + ", " + end
-			assert.Equal(t, kind == "WithDeadline elsewhere", ctx.(*deadlineCtx).state.Load()&ctxHasAt != 0, "%s: deadline kept beside the timer", what)
+			assert.Equal(t, kind == "WithDeadline elsewhere", isDeadlineCtxAt(ctx), "%s: deadline kept beside the timer", what)
 			dl, ok := ctx.Deadline()
 			assert.True(t, ok)
 			assert.Equal(t, want, dl, "%s: Deadline()", what)
@@ -1177,12 +1257,8 @@ func TestWithTimeout_DoneRacingCancelIsClosed(t *testing.T) {
 	for _, s := range h.shards {
 		s.lock()
 		if s.watches != nil {
-			for i := range s.watches {
-				for _, w := range s.watches[i].hot {
-					if w != nil {
-						assert.Empty(t, w.kids, "contexts left in a watch of a standard parent")
-					}
-				}
+			for _, w := range s.watches[0].m {
+				assert.Empty(t, w.kids, "contexts left in a watch of a standard parent")
 			}
 		}
 		s.mu.Unlock()
@@ -1358,4 +1434,56 @@ func TestWithTimeout_CancelRacingParentEndLeavesNoTimer(t *testing.T) {
 	assert.Zero(t, armed.Load(), "rounds whose cancel returned with the context's timer armed")
 	assert.Zero(t, watched.Load(), "rounds whose cancel returned with the context in its watch")
 	assert.Zero(t, wrong.Load(), "rounds that ended with an Err other than Canceled")
+}
+
+// A deadline with a cause, passed on an Advance: Err is DeadlineExceeded
+// and Cause the cause, for the context and for the contexts package
+// context derives from it, made before or after the end; a parent's
+// earlier deadline is the parent's, with its own cause, as for
+// context.WithDeadlineCause.
+func TestWithTimeoutCause_CauseAfterDeadline(t *testing.T) {
+	h, clk := newFake(t)
+	tooSlow := errors.New("tooSlow")
+	for _, kind := range []string{"WithTimeoutCause", "WithDeadlineCause"} {
+		var ctx context.Context
+		var cancel context.CancelFunc
+		if kind == "WithTimeoutCause" {
+			ctx, cancel = h.WithTimeoutCause(context.Background(), time.Second, tooSlow)
+		} else {
+			ctx, cancel = h.WithDeadlineCause(context.Background(), h.Now().Add(time.Second), tooSlow)
+		}
+		before, cancelBefore := context.WithCancel(ctx)
+		var afterFuncCause error
+		stopped := make(chan struct{})
+		context.AfterFunc(ctx, func() { afterFuncCause = context.Cause(ctx); close(stopped) })
+		assertLive(t, ctx, kind+" before its deadline")
+		clk.Add(time.Second)
+		h.Advance()
+		assertEnded(t, ctx, context.DeadlineExceeded, tooSlow, kind)
+		assertEnded(t, before, context.DeadlineExceeded, tooSlow, kind+": context derived before the end")
+		after, cancelAfter := context.WithCancel(ctx)
+		assertEnded(t, after, context.DeadlineExceeded, tooSlow, kind+": context derived after the end")
+		watchdog(t, 5*time.Second, kind+": AfterFunc's func", stopped)
+		assert.Equal(t, tooSlow, afterFuncCause, "%s: Cause in AfterFunc's func", kind)
+		cancel()
+		cancelBefore()
+		cancelAfter()
+		assertEnded(t, ctx, context.DeadlineExceeded, tooSlow, kind+", then cancelled")
+	}
+
+	parentsCause := errors.New("parent's")
+	parent, pcancel := h.WithDeadlineCause(context.Background(), h.Now().Add(time.Hour), parentsCause)
+	defer pcancel()
+	ctx, cancel := h.WithTimeoutCause(parent, 2*time.Hour, tooSlow)
+	defer cancel()
+	dl, _ := parent.Deadline()
+	got, _ := ctx.Deadline()
+	assert.Equal(t, dl, got, "the parent's earlier deadline")
+	assert.Contains(t, fmt.Sprint(ctx), ".WithCancel", "String of a context whose deadline is its parent's")
+	assert.Equal(t, 1, h.Len(), "timers: the parent's alone")
+	ctx.Done()
+	clk.Add(time.Hour)
+	h.Advance()
+	assertEnded(t, parent, context.DeadlineExceeded, parentsCause, "the parent at its deadline")
+	assertEnded(t, ctx, context.DeadlineExceeded, parentsCause, "the child at its parent's deadline")
 }

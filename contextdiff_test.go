@@ -8,11 +8,12 @@ package timingwheel
 // every cancel, each context must be done in one tree exactly when it is
 // in the other, with the same Err and Cause. The trees mix the ways this
 // package registers with a parent: on its own, sharing a watch, as a kid
-// of one of its own contexts, under a WithValue wrapper.
+// of one of its own contexts, under a WithValue wrapper. WithTimeoutCause
+// contexts are an hour away or done at once, so their cause is compared
+// too, in them and in the contexts under them.
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -33,7 +34,7 @@ func TestWithTimeout_DifferentialAgainstPackageContext(t *testing.T) {
 
 // A diffNode is one context in both trees.
 type diffNode struct {
-	kind         int // 0 WithCancel, 1 WithCancelCause, 2 WithValue, 3 WithTimeout
+	kind         int // 0 WithCancel, 1 WithCancelCause, 2 WithValue, 3 WithTimeout, 4 WithTimeoutCause
 	ours, theirs context.Context
 	cancel       [2]func(error) // of ours and theirs; nil for WithValue
 }
@@ -54,7 +55,7 @@ func diffContexts(t *testing.T, seed uint64) {
 		switch op := r.IntN(10); {
 		case op < 6: // a new context under a random one
 			p := nodes[r.IntN(len(nodes))]
-			n := &diffNode{kind: r.IntN(4)}
+			n := &diffNode{kind: r.IntN(5)}
 			switch n.kind {
 			case 0:
 				o, oc := context.WithCancel(p.ours)
@@ -70,6 +71,12 @@ func diffContexts(t *testing.T, seed uint64) {
 				o, oc := h.WithTimeout(p.ours, time.Hour)
 				s, sc := context.WithTimeout(p.theirs, time.Hour)
 				n.ours, n.theirs, n.cancel = o, s, [2]func(error){wrap(oc), wrap(sc)}
+			case 4: // an hour away, or done at once with its cause
+				d := time.Duration(r.IntN(2)) * time.Hour
+				cause := fmt.Errorf("timeout cause of step %d", step)
+				o, oc := h.WithTimeoutCause(p.ours, d, cause)
+				s, sc := context.WithTimeoutCause(p.theirs, d, cause)
+				n.ours, n.theirs, n.cancel = o, s, [2]func(error){wrap(oc), wrap(sc)}
 			}
 			if n.cancel[0] != nil {
 				cleanups = append(cleanups, func() { n.cancel[0](nil); n.cancel[1](nil) })
@@ -84,7 +91,7 @@ func diffContexts(t *testing.T, seed uint64) {
 			if n.cancel[0] == nil {
 				continue
 			}
-			cause := errors.New(fmt.Sprintf("cause of step %d", step))
+			cause := fmt.Errorf("cause of step %d", step)
 			n.cancel[0](cause)
 			n.cancel[1](cause)
 			diffCheck(t, seed, step, nodes)

@@ -70,11 +70,9 @@ func watchedKids(h *Hierarchy) int {
 	for _, s := range h.shards {
 		s.lock()
 		if s.watches != nil {
-			for i := range s.watches {
-				for _, p := range s.watches[i].w {
-					if w := p.Value(); w != nil && !w.ended {
-						n += len(w.kids)
-					}
+			for _, w := range s.watches[0].m {
+				if !w.ended {
+					n += len(w.kids)
 				}
 			}
 		}
@@ -191,7 +189,8 @@ func TestParentWatch_EvictedWatchesUnregister(t *testing.T) {
 		// the table and so take the place of long's.
 		// They live to the round's end, so that theirs are not ended.
 		var others []context.CancelFunc
-		for range 2 * watchSets * watchWays {
+		for range 2 * 128 * 2 { // twice the 128 sets of 2 watches the table once had
+
 			other, ocancel := context.WithCancel(context.Background())
 			others = append(others, ocancel)
 			for range 2 {
@@ -319,7 +318,7 @@ func TestParentWatch_EndedParentFreedByNextCollection(t *testing.T) {
 func TestParentWatch_AlternatingParentsInOneSetShare(t *testing.T) {
 	h, _ := newFake(t, WithShards(1))
 	require.Zero(t, settleWatches(0), "watches of earlier tests left")
-	setOf := func(p context.Context) uint64 { return watchSetOf(dataWord(p)) }
+	setOf := func(p context.Context) uint64 { return seenSlot(p.Done()) }
 	bySet := map[uint64]context.Context{}
 	var a, b context.Context
 	for a == nil {
@@ -356,11 +355,9 @@ func TestParentWatch_ArrayShrinksAsContextsLeave(t *testing.T) {
 	var w *parentWatch
 	s := h.shards[0]
 	s.lock()
-	for i := range s.watches {
-		for _, p := range s.watches[i].w {
-			if o := p.Value(); o != nil && !o.ended {
-				w = o
-			}
+	for _, o := range s.watches[0].m {
+		if !o.ended {
+			w = o
 		}
 	}
 	s.mu.Unlock()

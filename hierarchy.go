@@ -167,6 +167,15 @@ func (h *Hierarchy) arm(t *Timer, w, per int64) *Timer {
 	return t
 }
 
+// armNew binds t, a zero Timer that no other goroutine can see yet, to h
+// with callback f and arms it for the deadline w (ns since the origin):
+// what Init and then a re-arm do, in one hold of a shard's lock. The
+// request-deadline layer makes its contexts' timers this way.
+func (h *Hierarchy) armNew(t *Timer, f func(), w int64) {
+	t.f = f
+	h.arm(t, w, 0)
+}
+
 // Len returns the number of timers armed now: those that have neither fired
 // (their callback has not started) nor been stopped.
 func (h *Hierarchy) Len() int {

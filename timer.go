@@ -322,6 +322,11 @@ func (t *Timer) armAt(ns int64) bool {
 	return t.resetTo(arming{v: ns})
 }
 
+// fixedDeadlineNs returns the deadline of a timer that is never re-armed
+// once other goroutines can see it (a context's), without the shard's
+// lock: the one write of when came before t was shared.
+func (t *Timer) fixedDeadlineNs() int64 { return t.when }
+
 // deadlineNs returns the deadline t was last armed with, in ns since the
 // origin. It takes the shard's lock: when is guarded by it.
 func (t *Timer) deadlineNs() int64 {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/timingwheel/timingwheel"
 )
@@ -32,6 +33,12 @@ import (
 // sec/op (wall clock), each reports cpu-ns/op: the process's CPU time
 // (all threads, garbage collection included) per operation, which other
 // processes on the machine disturb much less.
+//
+// BenchmarkWithTimeoutLive and BenchmarkWithTimeoutLiveParallel are the
+// same next to 10^6 more live timers of each implementation (idle
+// connections' timers: time.AfterFunc for package context, whose runtime
+// timer heap then holds 1.1*10^6 timers, and h.AfterFunc for the wheel),
+// live for the whole benchmark as the pending contexts are.
 
 const ctxPending = 100_000
 
@@ -46,9 +53,10 @@ type ctxLoads struct {
 	h       *timingwheel.Hierarchy
 	impls   []ctxImpl
 	cancels []context.CancelFunc
+	stops   []func() bool // of the live timers
 }
 
-func newCtxLoads(tb testing.TB) *ctxLoads {
+func newCtxLoads(tb testing.TB, live int) *ctxLoads {
 	h, err := timingwheel.New()
 	if err != nil {
 		tb.Fatal(err)
@@ -69,6 +77,9 @@ func newCtxLoads(tb testing.TB) *ctxLoads {
 			l.cancels = append(l.cancels, cancel)
 		}
 	}
+	for i := range live {
+		l.stops = append(l.stops, time.AfterFunc(farDuration(i), noop).Stop, h.AfterFunc(farDuration(i), noop).Stop)
+	}
 	settle()
 	return l
 }
@@ -76,6 +87,9 @@ func newCtxLoads(tb testing.TB) *ctxLoads {
 func (l *ctxLoads) close() {
 	for _, c := range l.cancels {
 		c()
+	}
+	for _, stop := range l.stops {
+		stop()
 	}
 	l.h.Stop()
 	settle()
@@ -90,22 +104,33 @@ var parents = []struct {
 	{"cancel", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }},
 }
 
-// forEachCtxCase runs body as parent=<p>/done=<d>/impl=<i>/pending=100000.
-func forEachCtxCase(b *testing.B, body func(b *testing.B, im ctxImpl, makeParent func() (context.Context, context.CancelFunc), done bool)) {
-	l := newCtxLoads(b)
+// forEachCtxCase runs body as parent=<p>/done=<d>/impl=<i>/pending=100000,
+// with /live=<live> after it if live > 0.
+func forEachCtxCase(b *testing.B, live int, body func(b *testing.B, im ctxImpl, makeParent func() (context.Context, context.CancelFunc), done bool)) {
+	l := newCtxLoads(b, live)
 	defer l.close()
+	suffix := ""
+	if live > 0 {
+		suffix = "/live=" + strconv.Itoa(live)
+	}
 	for _, pa := range parents {
 		for _, done := range []bool{false, true} {
 			for _, im := range l.impls {
-				name := "parent=" + pa.name + "/done=" + strconv.FormatBool(done) + "/impl=" + im.name + "/pending=100000"
+				name := "parent=" + pa.name + "/done=" + strconv.FormatBool(done) + "/impl=" + im.name + "/pending=100000" + suffix
 				b.Run(name, func(b *testing.B) { body(b, im, pa.make, done) })
 			}
 		}
 	}
 }
 
-func BenchmarkWithTimeout(b *testing.B) {
-	forEachCtxCase(b, func(b *testing.B, im ctxImpl, makeParent func() (context.Context, context.CancelFunc), done bool) {
+func BenchmarkWithTimeout(b *testing.B)     { benchWithTimeout(b, 0) }
+func BenchmarkWithTimeoutLive(b *testing.B) { benchWithTimeout(b, million) }
+
+func BenchmarkWithTimeoutParallel(b *testing.B)     { benchWithTimeoutParallel(b, 0) }
+func BenchmarkWithTimeoutLiveParallel(b *testing.B) { benchWithTimeoutParallel(b, million) }
+
+func benchWithTimeout(b *testing.B, live int) {
+	forEachCtxCase(b, live, func(b *testing.B, im ctxImpl, makeParent func() (context.Context, context.CancelFunc), done bool) {
 		parent, stop := makeParent()
 		defer stop()
 		with, i := im.with, 0
@@ -123,8 +148,8 @@ func BenchmarkWithTimeout(b *testing.B) {
 	})
 }
 
-func BenchmarkWithTimeoutParallel(b *testing.B) {
-	forEachCtxCase(b, func(b *testing.B, im ctxImpl, makeParent func() (context.Context, context.CancelFunc), done bool) {
+func benchWithTimeoutParallel(b *testing.B, live int) {
+	forEachCtxCase(b, live, func(b *testing.B, im ctxImpl, makeParent func() (context.Context, context.CancelFunc), done bool) {
 		var next atomic.Int64
 		with := im.with
 		b.ReportAllocs()
@@ -155,5 +180,31 @@ func peekDone(ctx context.Context) {
 	case <-ctx.Done():
 		panic("context done before its deadline")
 	default:
+	}
+}
+
+// BenchmarkWithTimeoutFreshParent: a request with a single deadline, under
+// a context.WithCancel parent of its own that is cancelled after it (the
+// request's context, as net/http's), Done called: the parent's
+// WithCancel and cancel are in both implementations' times.
+func BenchmarkWithTimeoutFreshParent(b *testing.B) {
+	l := newCtxLoads(b, 0)
+	defer l.close()
+	for _, im := range l.impls {
+		b.Run("impl="+im.name+"/pending=100000", func(b *testing.B) {
+			with, i := im.with, 0
+			bg := context.Background()
+			b.ReportAllocs()
+			cpu := cpuTime()
+			for b.Loop() {
+				parent, stop := context.WithCancel(bg)
+				ctx, cancel := with(parent, i)
+				peekDone(ctx)
+				cancel()
+				stop()
+				i++
+			}
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		})
 	}
 }
