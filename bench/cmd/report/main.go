@@ -180,12 +180,8 @@ func main() {
 	}
 	d := newDoc(res, old, relTo(dir, root), plots)
 	text := d.page()
-	// Sections measured by commands of their own follow keepMarker; a new
-	// page keeps them as they are.
 	if prev, err := os.ReadFile(page); err == nil {
-		if i := bytes.Index(prev, []byte(keepMarker)); i >= 0 {
-			text = strings.TrimRight(text, "\n") + "\n\n" + string(prev[i:])
-		}
+		text = keep(text, string(prev))
 	}
 	if err := os.WriteFile(page, []byte(text), 0o644); err != nil {
 		log.Fatal(err)
@@ -199,6 +195,27 @@ func main() {
 		log.Fatal(err)
 	}
 	log.Printf("wrote %s and %s", page, jsonPath)
+}
+
+// keep appends to the new page the sections of the old one that follow
+// keepMarker (measured by commands of their own), except those whose
+// heading the new page has: the report measures them now.
+func keep(page, old string) string {
+	i := strings.Index(old, keepMarker)
+	if i < 0 {
+		return page
+	}
+	kept := []string{keepMarker + "\n"}
+	for _, sec := range strings.SplitAfter(old[i+len(keepMarker):], "\n## ")[1:] {
+		sec = "## " + strings.TrimSuffix(sec, "## ")
+		title, _, _ := strings.Cut(sec, "\n")
+		if strings.Contains(page, "\n"+title+"\n") {
+			log.Printf("dropping the kept section %q: the report measures it now", title)
+			continue
+		}
+		kept = append(kept, strings.TrimRight(sec, "\n")+"\n")
+	}
+	return strings.TrimRight(page, "\n") + "\n\n" + strings.Join(kept, "\n")
 }
 
 // run runs -count rounds of the groups and the wake-up count, and saves
@@ -322,14 +339,14 @@ func resolveTags(benchDir, flagValue string) []string {
 	return tags
 }
 
-// gitState returns the commit checked out (git rev-parse HEAD) and the
-// tracked files that differ from it, comma-separated, or "" if none does.
-// What a run writes (the page, its plots and summary, the raw results)
-// does not count.
+// gitState returns the commit checked out (git rev-parse HEAD) and the Go
+// files and module files that differ from it or are not in it,
+// comma-separated, or "" if none does: what would make the measured code
+// differ from the commit's. Docs and results do not.
 func gitState(root string) (commit, dirty string) {
 	commit = output(root, "git", "rev-parse", "HEAD")
-	st := output(root, "git", "status", "--porcelain", "--untracked-files=no", "--", ".",
-		":(exclude)docs/benchmarks.md", ":(exclude)docs/benchmarks.json", ":(exclude)docs/*.png", ":(exclude)bench/results")
+	st := output(root, "git", "status", "--porcelain", "--untracked-files=all", "--",
+		":(glob)**/*.go", ":(glob)**/go.mod", ":(glob)**/go.sum")
 	var files []string
 	for line := range strings.Lines(st) {
 		if f := strings.TrimSpace(line); len(f) > 3 {

@@ -16,33 +16,33 @@ type glanceRow struct {
 }
 
 var glance = []glanceRow{
-	{"arm a timer 30–60 s out and stop it, one goroutine (`AfterFunc(d, f).Stop()`)", "Churn/impl=wheel/live=1000000", "Churn/impl=runtime/live=1000000", "ns/op"},
-	{"the same from 8 goroutines per core", "ArmStopParallel/impl=wheel/live=1000000", "ArmStopParallel/impl=runtime/live=1000000", "ns/op"},
+	{"arm a timer 30–60 s out and stop it (`AfterFunc(d, f).Stop()`), one goroutine", "Churn/impl=wheel/live=1000000", "Churn/impl=runtime/live=1000000", "ns/op"},
+	{"arm a timer and stop it, 8 goroutines per core", "ArmStopParallel/impl=wheel/live=1000000", "ArmStopParallel/impl=runtime/live=1000000", "ns/op"},
 	{"arm + Stop of a timer held by value / `time.AfterFunc(d, f).Stop()`, one goroutine", "ByValue/impl=wheel/live=1000000/mode=loop", "ByValue/impl=runtime/live=1000000/mode=loop", "ns/op"},
-	{"the same against a reused `*time.Timer` (`Reset` + `Stop`)", "ByValue/impl=wheel/live=1000000/mode=loop", "ByValue/impl=runtime-reused/live=1000000/mode=loop", "ns/op"},
+	{"arm + Stop of a timer held by value / of a reused `*time.Timer` (`Reset` + `Stop`), one goroutine", "ByValue/impl=wheel/live=1000000/mode=loop", "ByValue/impl=runtime-reused/live=1000000/mode=loop", "ns/op"},
 	{"re-arm a live timer (`Reset`), random order, one goroutine", "Reset/impl=wheel/live=1000000/order=random", "Reset/impl=runtime/live=1000000/order=random", "ns/op"},
-	{"the same from 8 goroutines per core, each in its own order", "ResetParallel/impl=wheel/live=1000000", "ResetParallel/impl=runtime/live=1000000", "ns/op"},
+	{"re-arm a live timer (`Reset`), random order, 8 goroutines per core", "ResetParallel/impl=wheel/live=1000000", "ResetParallel/impl=runtime/live=1000000", "ns/op"},
 	{"re-arm one of 10^6 keys from 8 goroutines per core: `Timeouts.Add` / sharded map of `*time.Timer`", "TimeoutsParallel/impl=wheel/keys=1000000", "TimeoutsParallel/impl=runtime/keys=1000000", "ns/op"},
 	{"heartbeat on one of 10,000 TCP connections: `Timer.Reset` / `conn.SetReadDeadline`", "Heartbeat/impl=wheel/api=Timer/conns=10000", "Heartbeat/impl=runtime/api=SetReadDeadline/conns=10000", "ns/op"},
 	{"a 512-byte Read on a loopback conn (after a Write): `h.IdleConn` / the bare `net.Conn`", "IdleConnRead/impl=idleconn/read=512B", "IdleConnRead/impl=raw/read=512B", "ns/op"},
 	{"request deadline, create + cancel, one goroutine: `h.WithTimeout` / `context.WithTimeout`", "WithTimeout/parent=background/done=false/impl=wheel/pending=100000", "WithTimeout/parent=background/done=false/impl=context/pending=100000", "ns/op"},
-	{"the same with `Done()` called, under a `WithCancel` parent", "WithTimeout/parent=cancel/done=true/impl=wheel/pending=100000", "WithTimeout/parent=cancel/done=true/impl=context/pending=100000", "ns/op"},
-	{"the same as the first from 8 goroutines per core", "WithTimeoutParallel/parent=background/done=false/impl=wheel/pending=100000", "WithTimeoutParallel/parent=background/done=false/impl=context/pending=100000", "ns/op"},
+	{"request deadline with `Done()` called, under a `WithCancel` parent, one goroutine", "WithTimeout/parent=cancel/done=true/impl=wheel/pending=100000", "WithTimeout/parent=cancel/done=true/impl=context/pending=100000", "ns/op"},
+	{"request deadline, create + cancel, 8 goroutines per core", "WithTimeoutParallel/parent=background/done=false/impl=wheel/pending=100000", "WithTimeoutParallel/parent=background/done=false/impl=context/pending=100000", "ns/op"},
 	{"start + stop a periodic timer: `t.ResetEvery(p); t.Stop()` / `time.NewTicker(p).Stop()`", "PeriodicArmStop/impl=wheel", "PeriodicArmStop/impl=ticker", "ns/op"},
-	{"the same against a reused `*time.Ticker`", "PeriodicArmStop/impl=wheel", "PeriodicArmStop/impl=ticker-reused", "ns/op"},
+	{"start + stop a periodic timer: `ResetEvery` + `Stop` / a reused `*time.Ticker`", "PeriodicArmStop/impl=wheel", "PeriodicArmStop/impl=ticker-reused", "ns/op"},
 	{"heap per live timer (`AfterFunc`, shared callback)", "Heap/impl=wheel/live=1000000", "Heap/impl=runtime/live=1000000", "B/timer"},
 	{"heap per `int` key of keyed timeouts", "HeapPerKey/impl=wheel/keys=1000000", "HeapPerKey/impl=runtime/keys=1000000", "B/key"},
 	{"heap per periodic timer in a conn's struct: `Timer` + `ResetEvery` / `time.Ticker`", "HeapPeriodic/impl=wheel", "HeapPeriodic/impl=ticker", "B/conn"},
 	{"heap per conn for an idle close and a write-idle ping: `IdleConn` + `OnWriteIdle` / `Ticker` + `SetReadDeadline`", "HeapIdleEvents/impl=wheel/api=IdleConn+OnWriteIdle/idle=shared/conns=10000", "HeapIdleEvents/impl=runtime/api=Ticker+SetReadDeadline/conns=10000", "B/conn"},
 	{"CPU to fire 10^6 timers due within one second (first time in the process)", "Expiry/impl=wheel/timers=1000000/state=cold", "Expiry/impl=runtime/timers=1000000/state=cold", "fire-cpu-sec/op"},
 	{"10^5 callbacks of 2 µs each, due over one second, real clock: lag of the last one after its deadline", "SlowExpiry/impl=wheel/due=spread/timers=100000/callback=2us", "SlowExpiry/impl=runtime/due=spread/timers=100000/callback=2us", "lag-sec/op"},
-	{"the same 10^5 all due at one instant", "SlowExpiry/impl=wheel/due=burst/timers=100000/callback=2us", "SlowExpiry/impl=runtime/due=burst/timers=100000/callback=2us", "lag-sec/op"},
+	{"10^5 callbacks of 2 µs each, all due at one instant: lag of the last one", "SlowExpiry/impl=wheel/due=burst/timers=100000/callback=2us", "SlowExpiry/impl=runtime/due=burst/timers=100000/callback=2us", "lag-sec/op"},
 }
 
 func (d *doc) glance() {
 	d.heading("At a glance")
 	d.p("GOMAXPROCS=2, next to 10^6 live timers armed 30–60 s out unless the row says otherwise; each row\n")
-	d.p("is repeated, with its neighbours, in the sections below.\n\n")
+	d.p("is repeated, with its neighbours, in the sections below. Timings are wall time per operation.\n\n")
 	t := newTable([]string{"what: timingwheel / the other way"}, []string{"timingwheel", "the other way"},
 		ratio{1, 0, "other ÷ timingwheel", true})
 	for _, g := range glance {
