@@ -24,10 +24,10 @@ import (
 const confidence = 0.95
 
 // A ref names the values of one metric of one benchmark at one GOMAXPROCS:
-// a full benchmark name without its -N suffix
-// ("BenchmarkChurn/impl=wheel/live=1000"), the GOMAXPROCS ("1" when go test
-// printed no suffix) and the unit as benchfmt tidies it ("sec/op" for
-// ns/op, "cpu-sec/op" for cpu-ns/op, "B/op", "B/timer", ...).
+// the full benchmark name as benchfmt gives it, without "Benchmark" and
+// without its -N suffix ("Churn/impl=wheel/live=1000"); the GOMAXPROCS ("1"
+// when go test printed no suffix); and the unit as benchfmt tidies it
+// ("sec/op" for ns/op, "cpu-sec/op" for cpu-ns/op, "B/op", "B/timer", ...).
 type ref struct{ name, procs, unit string }
 
 // results is one results file.

@@ -150,6 +150,7 @@ func (d *doc) memory() {
 		{"per `int` key: `Timeouts[int]` / a 64-shard `map[int]*time.Timer` with a `time.AfterFunc` closure over each key", "HeapPerKey/impl=wheel/keys=1000000", "HeapPerKey/impl=runtime/keys=1000000", "B/key"},
 		{"per periodic timer, 10^5 conns, periods 1–2 s: a `Timer` field + `ResetEvery` / a `*time.Ticker` field (the conn struct counted for both)", "HeapPeriodic/impl=wheel", "HeapPeriodic/impl=ticker", "B/conn"},
 	}
+	d.section = "Memory" // for the comparisons add keeps; the heading follows if there are rows
 	t := newTable([]string{"heap bytes"}, []string{"timingwheel", "the other way", "go-zero"},
 		ratio{1, 0, "other ÷ timingwheel", true}, ratio{2, 0, "go-zero ÷ timingwheel", true})
 	for _, r := range rows {
@@ -357,15 +358,17 @@ func (d *doc) idleEvents() {
 			}
 		}
 		top, _, _ := strings.Cut(names[0], "/")
+		other := "bare `net.Conn`"
 		if top == "IdleEventsRearm" {
+			other = "runtime"
 			d.p("Counting a Read or a Write (`BenchmarkIdleEventsRearm`: the wrapper over a conn whose Read and Write\n")
 			d.p("return at once, so only the wrapper is measured; the runtime's is `SetReadDeadline(time.Now().Add(idle))`\n")
 			d.p("before a Read, `ticker.Reset(ping)` after a Write):\n\n")
 		} else {
 			d.p("On a loopback socket (`BenchmarkIdleEventsIO`: a 512-byte Write and Read, one end wrapped):\n\n")
 		}
-		t := newTable([]string{"op"}, []string{"`IdleConn`", "with `OnReadIdle` + `OnWriteIdle`", "the other way"},
-			ratio{2, 0, "other ÷ `IdleConn`", true}, ratio{2, 1, "other ÷ with events", true})
+		t := newTable([]string{"op"}, []string{"`IdleConn`", "with `OnReadIdle` + `OnWriteIdle`", other},
+			ratio{2, 0, other + " ÷ `IdleConn`", true}, ratio{2, 1, other + " ÷ with events", true})
 		for _, op := range ops {
 			find := func(impl string) *sample {
 				for _, n := range names {
@@ -375,11 +378,11 @@ func (d *doc) idleEvents() {
 				}
 				return nil
 			}
-			other := find("runtime")
-			if other == nil {
-				other = find("raw")
+			o := find("runtime")
+			if o == nil {
+				o = find("raw")
 			}
-			d.add(t, []string{op}, find("idleconn"), find("events"), other)
+			d.add(t, []string{op}, find("idleconn"), find("events"), o)
 		}
 		d.table(t)
 	}
