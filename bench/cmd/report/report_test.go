@@ -228,10 +228,18 @@ func TestPageNamesTheCommitAndEveryRowHasItsInterval(t *testing.T) {
 	cell := regexp.MustCompile(`^(—|-?\d[\d.]*(?: [a-zµnmkKMGi]*[sB])?[kM]? ±(\d+%|∞|\?))$`)
 	ratio := regexp.MustCompile(`^(—|(~ )?(\d[\d.]*x|∞) \(p=\d\.\d{3}\))$`)
 	rows := 0
+	inTable := map[string]bool{} // the rows of the table being read
 	for line := range strings.Lines(page) {
 		if !strings.HasPrefix(line, "| ") || strings.Contains(line, "---") {
+			if !strings.HasPrefix(line, "|") {
+				clear(inTable)
+			}
 			continue
 		}
+		if inTable[line] {
+			t.Errorf("row twice in one table: %s", line)
+		}
+		inTable[line] = true
 		for _, c := range strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|") {
 			c = strings.TrimSpace(c)
 			if strings.Contains(c, "±") && !cell.MatchString(c) {
