@@ -23,9 +23,10 @@
 // idleevents) are added when they compile against the library (-tags auto).
 //
 // A quick check of the pipeline, a few groups, outputs out of the tree (the
-// page then says in its first lines that it is a smoke run):
+// page then says in its first line that it is a short run; with -benchtime
+// Nx, BenchmarkAdvance in group single runs N Advances through 10^6 timers):
 //
-//	cd bench && go run ./cmd/report -count 1 -benchtime 100x -groups 'single|heap-keys' -md /tmp/b/benchmarks.md -raw /tmp/b/raw.txt
+//	cd bench && go run ./cmd/report -count 1 -benchtime 100x -groups '^(context|periodic|heap-keys)$' -md /tmp/b/benchmarks.md -raw /tmp/b/raw.txt
 //
 // With -in it skips running and rebuilds the page from saved output. With
 // -check README.md it only checks that every number the README quotes from
