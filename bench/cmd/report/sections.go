@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log"
 	"slices"
 	"strings"
 )
@@ -46,7 +47,11 @@ func (d *doc) glance() {
 	t := newTable([]string{"what: timingwheel / the other way"}, []string{"timingwheel", "the other way"},
 		ratio{1, 0, "other ÷ timingwheel", true})
 	for _, g := range glance {
-		d.add(t, []string{g.what}, d.get(g.wheel, "2", g.unit), d.get(g.other, "2", g.unit))
+		w, o := d.get(g.wheel, "2", g.unit), d.get(g.other, "2", g.unit)
+		if (w == nil || o == nil) && d.m["groups"] == "" {
+			log.Printf("at a glance: the run has no %s of %s or %s at GOMAXPROCS=2, so the row %q is incomplete or left out", g.unit, g.wheel, g.other, g.what)
+		}
+		d.add(t, []string{g.what}, w, o)
 	}
 	d.table(t)
 	d.p("%s", lossesMarker)
