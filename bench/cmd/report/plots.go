@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -17,46 +16,49 @@ import (
 )
 
 // churnPlot draws ns/op of arm + Stop against the number of live timers,
-// at the highest GOMAXPROCS measured.
-func churnPlot(res results, path string) error {
-	bases := res.familyBases("Churn")
-	procs := res.procsOf(bases[0])
-	p0 := procs[len(procs)-1]
-	var lives []string
-	for _, b := range bases {
-		lives = append(lives, strings.TrimPrefix(b, "BenchmarkChurn/live="))
+// at the highest GOMAXPROCS measured, with each median's confidence
+// interval. It reports false if there is nothing to draw.
+func churnPlot(res *results, path string) (bool, error) {
+	names := res.names("Churn/impl=wheel/")
+	if len(names) == 0 {
+		return false, nil
 	}
+	procs := res.procsOf(names[0])
+	p0 := procs[len(procs)-1]
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Arm + Stop one timer next to N live timers (GOMAXPROCS=%s)", p0)
 	p.X.Label.Text = "live timers"
-	p.Y.Label.Text = "ns/op (median, bars: min–max)"
+	p.Y.Label.Text = "ns/op (median, bars: 95% confidence interval)"
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = ticks125{}
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Add(plotter.NewGrid())
-	labels := make([]string, len(lives))
-	for i, l := range lives {
-		labels[i] = humanCount(l)
+	labels := make([]string, len(names))
+	for i, n := range names {
+		labels[i] = humanCount(strings.TrimPrefix(caseOf(n), "live="))
 	}
 	p.NominalX(labels...)
 	for i, impl := range []string{"runtime", "wheel", "gozero"} {
 		var pts errPoints
-		for j, b := range bases {
-			xs := res.samples[b+"-"+p0][impl]["ns/op"]
-			if len(xs) == 0 {
+		for j, n := range names {
+			s := res.get(withImpl(n, impl), p0, "ns/op")
+			if s == nil {
 				continue
 			}
-			m := median(xs)
+			m, lo, hi := s.sum.Center*1e9, s.sum.Lo*1e9, s.sum.Hi*1e9
+			if math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+				lo, hi = m, m
+			}
 			pts.XYs = append(pts.XYs, plotter.XY{X: float64(j), Y: m})
-			pts.YErrors = append(pts.YErrors, struct{ Low, High float64 }{m - slices.Min(xs), slices.Max(xs) - m})
+			pts.YErrors = append(pts.YErrors, struct{ Low, High float64 }{m - lo, hi - m})
 		}
 		if len(pts.XYs) == 0 {
 			continue
 		}
 		line, points, err := plotter.NewLinePoints(pts.XYs)
 		if err != nil {
-			return err
+			return false, err
 		}
 		c := implColor(impl, 1)
 		line.Color, points.Color = c, c
@@ -65,53 +67,32 @@ func churnPlot(res results, path string) error {
 		points.Radius = vg.Points(3)
 		bars, err := plotter.NewYErrorBars(pts)
 		if err != nil {
-			return err
+			return false, err
 		}
 		bars.Color = c
 		p.Add(line, points, bars)
-		p.Legend.Add(implLabel(impl), line, points)
+		p.Legend.Add(implLabel("impl="+impl), line, points)
 	}
 	// Head room on the log axis for the legend, which sits top left.
 	p.Y.Max *= 4
 	p.Y.Min /= 1.5
-	return save(p, path, 7*vg.Inch, 4.5*vg.Inch)
-}
-
-// scalingCase is one group of bars in the scaling plot and one row pair in
-// the scaling table.
-type scalingCase struct {
-	label string // short, for the plot's axis
-	what  string // for the table
-	base  string // benchmark key without GOMAXPROCS
-	// impls compared: the runtime's way first, then the wheel's.
-	runtime, wheel string
-}
-
-var scalingCases = []scalingCase{
-	{"arm + Stop", "arm a timer and stop it (`AfterFunc(d, f).Stop()`)", "BenchmarkArmStopParallel/live=1000000", "runtime", "wheel"},
-	{"Reset", "re-arm one of the live timers, random order (`t.Reset(d)`)", "BenchmarkResetParallel/live=1000000", "runtime", "wheel"},
-	{"keyed re-arm", "re-arm a key: `Timeouts.Add` / sharded `map[int]*time.Timer` + `Reset`", "BenchmarkTimeoutsParallel/keys=1000000", "runtime", "wheel"},
-	{"held timer", "arm + Stop of a timer held by value / `time.AfterFunc(d, f).Stop()`", "BenchmarkByValue/live=1000000/mode=parallel", "runtime", "wheel"},
-	{"held vs reused", "arm + Stop of a timer held by value / of a reused `*time.Timer`", "BenchmarkByValue/live=1000000/mode=parallel", "runtime-reused", "wheel"},
+	return true, save(p, path, 7*vg.Inch, 4.5*vg.Inch)
 }
 
 // scalingPlot draws throughput at each GOMAXPROCS for the parallel
 // benchmarks, as grouped bars. It reports false if there is nothing to
 // draw.
-func scalingPlot(res results, path string) (bool, error) {
+func scalingPlot(res *results, path string) (bool, error) {
 	var cases []scalingCase
 	for _, c := range scalingCases {
-		if c.runtime == "runtime-reused" {
-			continue // the plot keeps to AfterFunc for the runtime
-		}
-		if len(res.procsOf(c.base)) > 1 {
+		if c.label != "" && len(res.procsOf(c.wheel)) > 1 { // the plot keeps to AfterFunc for the runtime
 			cases = append(cases, c)
 		}
 	}
 	if len(cases) == 0 {
 		return false, nil
 	}
-	procs := res.procsOf(cases[0].base)
+	procs := res.procsOf(cases[0].wheel)
 	p := plot.New()
 	p.Title.Text = "Throughput from 8 goroutines per core, next to 10^6 live timers"
 	p.Y.Label.Text = "million operations per second (median)"
@@ -134,12 +115,12 @@ func scalingPlot(res results, path string) (bool, error) {
 	for i, s := range all {
 		vs := make(plotter.Values, len(cases))
 		for j, c := range cases {
-			impl := c.runtime
+			name := c.other
 			if s.impl == "wheel" {
-				impl = c.wheel
+				name = c.wheel
 			}
-			if ns := res.median(c.base, s.procs, impl, "ns/op"); !math.IsNaN(ns) && ns > 0 {
-				vs[j] = 1e3 / ns
+			if x := res.get(name, s.procs, "ns/op"); x != nil && x.sum.Center > 0 {
+				vs[j] = 1e-6 / x.sum.Center
 			}
 		}
 		bars, err := plotter.NewBarChart(vs, w)
@@ -203,26 +184,6 @@ func implColor(impl string, shade float64) color.Color {
 	c.A = 0xff
 	light := func(v uint8) uint8 { return uint8(255 - shade*(255-float64(v))) }
 	return color.RGBA{R: light(c.R), G: light(c.G), B: light(c.B), A: 0xff}
-}
-
-func implLabel(impl string) string {
-	switch impl {
-	case "runtime":
-		return "runtime (time.AfterFunc)"
-	case "runtime-reused":
-		return "runtime, reused *time.Timer"
-	case "wheel":
-		return "timingwheel"
-	case "wheel-parallel":
-		return "timingwheel, parallel callbacks"
-	case "gozero":
-		return "go-zero TimingWheel"
-	case "raw":
-		return "net.Conn"
-	case "idleconn":
-		return "h.IdleConn(conn)"
-	}
-	return impl
 }
 
 func humanCount(s string) string {
