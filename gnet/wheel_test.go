@@ -124,7 +124,7 @@ func TestAfterFunc_StopOnTheLoopAfterFiringCancelsTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !<-stopped {
-		t.Fatal("Stop on the loop between firing and run = false, want true (guarantee 14)")
+		t.Fatal("Stop on the loop between firing and run = false, want true (a Stop before the run starts cancels it)")
 	}
 	time.Sleep(100 * time.Millisecond)
 	select {
