@@ -6,9 +6,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"reflect"
+	"strconv"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/benbjohnson/clock"
 	"github.com/panjf2000/gnet/v2"
@@ -342,8 +343,8 @@ func step(mock *clock.Mock, h *timingwheel.Hierarchy, l *fakeLoop, d time.Durati
 }
 
 func TestIdle_IsSmallAndHasNoTimer(t *testing.T) {
-	if s := unsafe.Sizeof(Idle{}); unsafe.Sizeof(uintptr(0)) == 8 && s > 48 {
-		t.Errorf("unsafe.Sizeof(Idle{}) = %d, want <= 48 on 64-bit", s)
+	if s := reflect.TypeFor[Idle]().Size(); strconv.IntSize == 64 && s > 48 {
+		t.Errorf("Idle is %d bytes, want <= 48 on 64-bit", s)
 	}
 	_, h, idler, loop := mockLoop(t, time.Second)
 	for range 1000 {
