@@ -13,6 +13,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/panjf2000/gnet/v2"
+	gerrors "github.com/panjf2000/gnet/v2/pkg/errors"
 	"github.com/timingwheel/timingwheel"
 )
 
@@ -185,14 +186,30 @@ func TestIdle_MaxLifetimeClosesAChattyConn(t *testing.T) {
 }
 
 // fakeLoop is a gnet.EventLoop whose Execute queues the runnable for the
-// test to run: the test is the loop, and decides when the hop lands.
+// test to run: the test is the loop, and decides when the hop lands. It
+// can also play a loop that has exited, as gnet v2.9.7's does: exited
+// makes Execute drop the task and return nil (the loop is gone, its
+// engine not yet marked shut down), shutdown makes it return
+// ErrEngineInShutdown (the engine is).
 type fakeLoop struct {
 	gnet.EventLoop
-	queued []gnet.Runnable
-	closed []gnet.Conn
+	queued   []gnet.Runnable
+	closed   []gnet.Conn
+	executes int     // calls of Execute
+	exited   bool    // Execute drops the task, and returns nil
+	shutdown bool    // Execute returns ErrEngineInShutdown
+	closeErr error   // Close returns it (gnet's ErrEngineShutdown when OnClose returned Shutdown)
+	runErrs  []error // what the runnables run by runQueued returned, nil ones too
 }
 
 func (l *fakeLoop) Execute(_ context.Context, r gnet.Runnable) error {
+	l.executes++
+	switch {
+	case l.shutdown:
+		return gerrors.ErrEngineInShutdown
+	case l.exited:
+		return nil
+	}
 	l.queued = append(l.queued, r)
 	return nil
 }
@@ -200,7 +217,7 @@ func (l *fakeLoop) Execute(_ context.Context, r gnet.Runnable) error {
 func (l *fakeLoop) Close(c gnet.Conn) error {
 	l.closed = append(l.closed, c)
 	c.(*fakeConn).onClose()
-	return nil
+	return l.closeErr
 }
 
 // runQueued runs what Execute queued, as the loop would.
@@ -208,7 +225,7 @@ func (l *fakeLoop) runQueued() {
 	q := l.queued
 	l.queued = nil
 	for _, r := range q {
-		r.Run(context.Background())
+		l.runErrs = append(l.runErrs, r.Run(context.Background()))
 	}
 }
 

@@ -1,0 +1,202 @@
+package gnetwheel
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+	"weak"
+
+	"github.com/benbjohnson/clock"
+	"github.com/panjf2000/gnet/v2"
+	"github.com/timingwheel/timingwheel"
+)
+
+// registryLen is the number of loops r holds an entry for.
+func registryLen(r *loops) int {
+	if p := r.list.Load(); p != nil {
+		return len(*p)
+	}
+	return 0
+}
+
+// settle advances the mock clock by d in 10 ms steps, letting the
+// hierarchy and the loop run at each.
+func settle(mock *clock.Mock, h *timingwheel.Hierarchy, l *fakeLoop, d time.Duration) {
+	for end := mock.Now().Add(d); mock.Now().Before(end); {
+		step(mock, h, l, 10*time.Millisecond)
+	}
+}
+
+// payload is what a task refers to: collected once nothing keeps the task.
+type payload struct{ n int }
+
+// collected reports whether every payload of ws has been garbage collected.
+func collected(ws []weak.Pointer[payload]) bool {
+	runtime.GC()
+	runtime.GC()
+	for _, w := range ws {
+		if w.Value() != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// armAll arms, on loop, n AfterFunc, n Every and n Schedule tasks (under
+// ctx) that count their runs in *ran, and returns weak pointers to what
+// the Schedule tasks refer to.
+func armAll(w *Wheel, loop gnet.EventLoop, ctx context.Context, n int, ran *int) []weak.Pointer[payload] {
+	var ws []weak.Pointer[payload]
+	for range n {
+		w.AfterFunc(loop, time.Millisecond, func() { *ran++ })
+		w.Every(loop, time.Millisecond, func() { *ran++ })
+		p := &payload{}
+		ws = append(ws, weak.Make(p))
+		w.Schedule(loop, ctx, gnet.RunnableFunc(func(context.Context) error {
+			p.n++
+			*ran++
+			return nil
+		}), time.Millisecond)
+	}
+	return ws
+}
+
+func TestLoop_ALoopThatReportsShutdownEndsTheArmingOfEveryTimer(t *testing.T) {
+	mock, h, idler, loop := mockLoop(t, time.Hour, MaxLifetime(time.Millisecond),
+		OnWriteIdle(time.Millisecond, func(gnet.Conn) { t.Error("OnWriteIdle ran for a loop that has shut down") }))
+	w := idler.w
+	ctx, cancel := context.WithCancel(context.Background()) // alive throughout
+	defer cancel()
+	ran := 0
+	ws := armAll(w, loop, ctx, 10, &ran)
+	conns := make([]*fakeConn, 10)
+	for i := range conns {
+		conns[i] = loop.conn(idler)
+	}
+	loop.shutdown = true // Execute returns ErrEngineInShutdown from now on
+	settle(mock, h, loop, 100*time.Millisecond)
+	for _, c := range conns {
+		c.idle.Close() // gnet closes every conn of a loop as it exits: OnClose
+	}
+	if ran != 0 {
+		t.Errorf("%d tasks ran on a loop that has shut down", ran)
+	}
+	if n := h.Len(); n != 0 {
+		t.Errorf("h.Len() = %d once every timer fired for a loop that has shut down, want 0: a run the loop cannot take ends the arming", n)
+	}
+	if n, m := registryLen(&w.loops), registryLen(&idler.loops); n != 0 || m != 0 {
+		t.Errorf("the Wheel holds %d loops and the Idler %d, want 0: a loop that has shut down leaves the registry", n, m)
+	}
+	if !collected(ws) {
+		t.Error("a Schedule task for a loop that has shut down is still referenced (by its context's registration, or the hierarchy)")
+	}
+}
+
+func TestLoop_ADrainTheExitedLoopDroppedIsHandedOverUntilTheShutdownShows(t *testing.T) {
+	// gnet v2.9.7's Execute returns nil and drops the task when the loop
+	// has exited but the engine is not marked shut down yet.
+	mock, h, idler, loop := mockLoop(t, time.Hour)
+	w := idler.w
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran := 0
+	ws := armAll(w, loop, ctx, 10, &ran)
+	for range 1000 {
+		w.AfterFunc(loop, time.Millisecond, func() { ran++ })
+	}
+	loop.exited = true
+	step(mock, h, loop, time.Millisecond)
+	if loop.executes != 1 {
+		t.Fatalf("1030 timers firing together made %d Execute calls, want 1", loop.executes)
+	}
+	settle(mock, h, loop, 200*time.Millisecond) // the loop is gone, gnet does not say so yet
+	handed := loop.executes
+	if handed < 2 {
+		t.Errorf("a drain the loop did not take for 200ms was not handed over again (%d Execute calls)", handed)
+	}
+	loop.shutdown = true // the engine's shutdown is complete
+	settle(mock, h, loop, 2*time.Second)
+	if ran != 0 {
+		t.Errorf("%d tasks ran on a loop that has exited", ran)
+	}
+	if n := h.Len(); n != 0 {
+		t.Errorf("h.Len() = %d once the engine is shut down, want 0: a lost drain must not strand the loop's queue", n)
+	}
+	if n := registryLen(&w.loops); n != 0 {
+		t.Errorf("the Wheel holds %d loops, want 0", n)
+	}
+	if loop.executes > handed+2 {
+		t.Errorf("%d Execute calls after the shutdown showed (%d before), want at most 2: later firings are dropped at once", loop.executes-handed, handed)
+	}
+	if !collected(ws) {
+		t.Error("a Schedule task of a lost drain is still referenced")
+	}
+}
+
+func TestLoop_ADrainHandedOverAgainRunsEachCallbackOnce(t *testing.T) {
+	// A live loop that is slow to take its drain gets it twice or more:
+	// every callback still runs once, on the loop.
+	mock, h, idler, loop := mockLoop(t, time.Hour)
+	w := idler.w
+	runs := make([]int, 100)
+	for i := range runs {
+		w.AfterFunc(loop, time.Millisecond, func() { runs[i]++ })
+	}
+	every := 0
+	tk := w.Every(loop, time.Millisecond, func() { every++ })
+	mock.Add(time.Millisecond)
+	h.Advance()
+	for range 50 { // 500 ms without the loop taking a task
+		mock.Add(10 * time.Millisecond)
+		h.Advance()
+	}
+	if len(loop.queued) < 2 {
+		t.Errorf("a drain not taken for 500ms was handed over %d times, want more than once", len(loop.queued))
+	}
+	loop.runQueued()
+	for i, n := range runs {
+		if n != 1 {
+			t.Fatalf("task %d ran %d times, want once", i, n)
+		}
+	}
+	if every != 1 {
+		t.Errorf("the periodic task ran %d times for its runs that were due, want 1 (runs missed are skipped)", every)
+	}
+	tk.Stop()
+	if n := h.Len(); n != 0 {
+		t.Errorf("h.Len() = %d after every task ran or was stopped, want 0", n)
+	}
+	ran := false
+	w.AfterFunc(loop, time.Millisecond, func() { ran = true })
+	step(mock, h, loop, time.Millisecond)
+	if !ran {
+		t.Error("a task after the re-handed drain did not run: the loop is alive")
+	}
+}
+
+func TestLoop_AnExitedLoopLeavesTheRegistryWhenAnotherComes(t *testing.T) {
+	mock, h, idler, a := mockLoop(t, time.Hour)
+	w := idler.w
+	b, c := &fakeLoop{}, &fakeLoop{}
+	ta := w.AfterFunc(a, time.Hour, func() {})
+	w.AfterFunc(b, time.Hour, func() {})
+	ca := a.conn(idler)
+	b.conn(idler)
+	a.shutdown = true // a's engine stopped, with nothing queued for a
+	ca.idle.Close()   // as gnet's OnClose on a's exit
+	ta.Stop()
+	w.AfterFunc(c, time.Hour, func() {}) // a new loop: a new engine, say
+	c.conn(idler)
+	if n, m := registryLen(&w.loops), registryLen(&idler.loops); n != 2 || m != 2 {
+		t.Errorf("after a loop shut down and another came, the Wheel holds %d loops and the Idler %d, want 2 each", n, m)
+	}
+	// b is alive: what the sweep handed it runs harmlessly.
+	b.runQueued()
+	for _, err := range b.runErrs {
+		if err != nil {
+			t.Errorf("a task on a live loop returned %v", err)
+		}
+	}
+	step(mock, h, b, time.Millisecond)
+}
