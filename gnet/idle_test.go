@@ -481,3 +481,132 @@ func TestIdle_TenThousandConnsIdleAtOneInstantCloseInOneScan(t *testing.T) {
 		t.Errorf("h.Len() = %d, want 0", h.Len())
 	}
 }
+
+func TestIdle_AnIdleCloseReturnsWhatOnCloseAsked(t *testing.T) {
+	mock, h, idler, loop := mockLoop(t, 100*time.Millisecond)
+	a, b := loop.conn(idler), loop.conn(idler)
+	loop.closeErr = gerrors.ErrEngineShutdown // gnet's Close, when OnClose returned gnet.Shutdown
+	step(mock, h, loop, 100*time.Millisecond)
+	if len(loop.closed) != 2 || !errors.Is(a.err, ErrIdle) || !errors.Is(b.err, ErrIdle) {
+		t.Fatalf("closes = %d, Err = %v, %v; want both conns closed for idle", len(loop.closed), a.err, b.err)
+	}
+	shutdown := 0
+	for _, err := range loop.runErrs {
+		if errors.Is(err, gerrors.ErrEngineShutdown) {
+			shutdown++
+		}
+	}
+	if shutdown != 1 {
+		t.Errorf("the loop's tasks returned %v; want gnet's ErrEngineShutdown once: an idle close honours OnClose's gnet.Shutdown as a peer's close does", loop.runErrs)
+	}
+	if n := h.Len(); n != 0 {
+		t.Errorf("h.Len() = %d, want 0", n)
+	}
+}
+
+func TestIdle_ReInitAfterCloseIsNotTouchedByTheEarlierConnsQueuedClose(t *testing.T) {
+	// A lifetime close is on its way to the loop when the conn closes and
+	// its session (and Idle) is reused for a new conn.
+	const life = 100 * time.Millisecond
+	mock, h, idler, loop := mockLoop(t, time.Hour, MaxLifetime(life))
+	x := new(Idle)
+	old := &fakeConn{loop: loop, idle: x}
+	x.Init(idler, old)
+	mock.Add(life)
+	h.Advance() // the lifetime timer fires: its close is queued for the loop
+	if len(loop.queued) != 1 {
+		t.Fatalf("queued %d tasks, want the lifetime close", len(loop.queued))
+	}
+	x.Close() // the peer closed the old conn: OnClose, on the loop
+	next := &fakeConn{loop: loop, idle: x}
+	x.Init(idler, next) // a new conn's OnOpen reuses the session
+	opened := mock.Now()
+	loop.runQueued()
+	if len(loop.closed) != 0 {
+		t.Fatalf("the new conn was closed (Err %v) by the lifetime close queued for the conn before it", next.err)
+	}
+	for mock.Now().Sub(opened) < life {
+		step(mock, h, loop, 10*time.Millisecond)
+		if len(loop.closed) != 0 && mock.Now().Sub(opened) < life {
+			t.Fatalf("the new conn closed %v after its Init, before its lifetime %v", mock.Now().Sub(opened), life)
+		}
+	}
+	if len(loop.closed) != 1 || loop.closed[0] != next || !errors.Is(next.err, ErrLifetime) {
+		t.Fatalf("closes = %d, Err = %v; want the new conn closed for its own lifetime", len(loop.closed), next.err)
+	}
+	x.Close()
+	if n := h.Len(); n != 0 {
+		t.Errorf("h.Len() = %d, want 0", n)
+	}
+}
+
+func TestIdle_ReInitAfterCloseGetsNoWriteIdleOfTheEarlierConn(t *testing.T) {
+	const writeIdle = 50 * time.Millisecond
+	var got []gnet.Conn
+	mock, h, idler, loop := mockLoop(t, time.Hour, OnWriteIdle(writeIdle, func(c gnet.Conn) { got = append(got, c) }))
+	x := new(Idle)
+	x.Init(idler, &fakeConn{loop: loop, idle: x})
+	mock.Add(writeIdle)
+	h.Advance() // the write-idle callback is on its way to the loop
+	x.Close()
+	next := &fakeConn{loop: loop, idle: x}
+	x.Init(idler, next)
+	loop.runQueued()
+	if len(got) != 0 {
+		t.Fatal("OnWriteIdle ran for the new conn when the earlier conn's write idle reached the loop")
+	}
+	step(mock, h, loop, writeIdle)
+	if len(got) != 1 || got[0] != next {
+		t.Fatalf("OnWriteIdle ran %d times; want once, for the new conn, a write idle after its Init", len(got))
+	}
+	x.Close()
+	if n := h.Len(); n != 0 {
+		t.Errorf("h.Len() = %d, want 0", n)
+	}
+}
+
+func TestIdle_InitOfAnIdleInUsePanics(t *testing.T) {
+	_, _, idler, loop := mockLoop(t, time.Hour)
+	c := loop.conn(idler)
+	defer func() {
+		if recover() == nil {
+			t.Error("Init of an Idle that was not closed did not panic")
+		}
+	}()
+	c.idle.Init(idler, &fakeConn{loop: loop, idle: c.idle})
+}
+
+// shutdownOnIdle is the test server, but its OnClose returns gnet.Shutdown
+// when the wheel closed the conn.
+type shutdownOnIdle struct{ *testServer }
+
+func (s shutdownOnIdle) OnClose(c gnet.Conn, err error) gnet.Action {
+	idle := c.Context().(*session).idle.Err() != nil
+	s.testServer.OnClose(c, err)
+	if idle {
+		return gnet.Shutdown
+	}
+	return gnet.None
+}
+
+func TestIdle_ShutdownReturnedByOnCloseOfAnIdleCloseStopsTheEngine(t *testing.T) {
+	watchdog(t, 20*time.Second)
+	w := newTestWheel(t)
+	s := &testServer{w: w, idler: w.Idler(50 * time.Millisecond)}
+	srv := runServer(t, shutdownOnIdle{s}, s)
+	dial(t, srv.addr)
+	if e := s.waitFor(t, "close", -1, 5*time.Second); !errors.Is(e.err, ErrIdle) {
+		t.Fatalf("Idle.Err() in OnClose = %v, want ErrIdle", e.err)
+	}
+	select {
+	case <-srv.done:
+		if srv.err != nil {
+			t.Errorf("gnet.Run = %v, want nil (a shutdown the handler asked for)", srv.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("gnet.Run still running 5s after OnClose returned gnet.Shutdown for an idle close: the action was ignored")
+	}
+	if !eventually(5*time.Second, func() bool { return w.Hierarchy().Len() == 0 }) {
+		t.Errorf("h.Len() = %d after the engine stopped, want 0", w.Hierarchy().Len())
+	}
+}

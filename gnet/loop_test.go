@@ -3,6 +3,7 @@ package gnetwheel
 import (
 	"context"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 	"weak"
@@ -199,4 +200,85 @@ func TestLoop_AnExitedLoopLeavesTheRegistryWhenAnotherComes(t *testing.T) {
 		}
 	}
 	step(mock, h, b, time.Millisecond)
+}
+
+// loopsOf dials s until conns on both of its loops are open, and returns
+// the loops.
+func loopsOf(t *testing.T, s *testServer, addr string) []gnet.EventLoop {
+	t.Helper()
+	seen := map[gnet.EventLoop]bool{}
+	var els []gnet.EventLoop
+	for len(els) < 2 {
+		dial(t, addr)
+		e := s.waitFor(t, "open", -1, 5*time.Second)
+		if el := s.loopOf(e.conn); !seen[el] {
+			seen[el] = true
+			els = append(els, el)
+		}
+	}
+	return els
+}
+
+// eventually polls cond for up to d, and reports whether it came true.
+func eventually(d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestLoop_TimersOfAStoppedEngineEndTheirArming(t *testing.T) {
+	watchdog(t, 30*time.Second)
+	w := newTestWheel(t)
+	h := w.Hierarchy()
+	s := &testServer{w: w, idler: w.Idler(time.Hour, MaxLifetime(time.Hour), OnWriteIdle(time.Hour, func(gnet.Conn) {}))}
+	srv := runServer(t, s, s)
+	els := loopsOf(t, s, srv.addr)
+	ctx, cancel := context.WithCancel(context.Background()) // alive throughout
+	defer cancel()
+	var stopped, late, ticks atomic.Int64
+	count := func() {
+		if stopped.Load() != 0 {
+			late.Add(1)
+		}
+	}
+	var ws []weak.Pointer[payload]
+	arm := func(delay time.Duration) {
+		for _, el := range els {
+			for range 10 {
+				w.AfterFunc(el, delay, count)
+				p := &payload{}
+				ws = append(ws, weak.Make(p))
+				w.Schedule(el, ctx, gnet.RunnableFunc(func(context.Context) error {
+					p.n++
+					count()
+					return nil
+				}), delay)
+			}
+		}
+	}
+	for _, el := range els {
+		w.Every(el, time.Millisecond, func() { ticks.Add(1); count() }) // never stopped by the test
+	}
+	arm(300 * time.Millisecond)
+	if !eventually(5*time.Second, func() bool { return ticks.Load() >= 20 }) {
+		t.Fatal("the periodic tasks did not run")
+	}
+	srv.stop(t) // while the periodic tasks fire every millisecond on both loops
+	stopped.Store(1)
+	arm(time.Millisecond)
+	if !eventually(5*time.Second, func() bool { return h.Len() == 0 }) {
+		t.Errorf("h.Len() = %d 5s after the engine stopped, want 0: the timers of a stopped engine stay armed", h.Len())
+	}
+	if n := registryLen(&w.loops); n != 0 {
+		t.Errorf("the Wheel holds %d loops of a stopped engine, want 0", n)
+	}
+	if n := late.Load(); n != 0 {
+		t.Errorf("%d tasks ran after gnet.Run returned", n)
+	}
+	if !collected(ws) {
+		t.Error("a Schedule task of a stopped engine is still referenced")
+	}
 }

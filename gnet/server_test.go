@@ -3,7 +3,6 @@ package gnetwheel
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -147,23 +146,64 @@ func (s *testServer) emit(e event) {
 // startServer runs s on 127.0.0.1 with two event loops until the test ends.
 func startServer(t *testing.T, s *testServer) string {
 	t.Helper()
+	return runServer(t, s, s).addr
+}
+
+// running is a gnet engine started by runServer.
+type running struct {
+	addr string
+	eng  gnet.Engine
+	done chan struct{} // closed when gnet.Run has returned
+	err  error         // what it returned, once done is closed
+}
+
+// stop stops the engine (Engine.Stop, which returns only at its next
+// half-second poll, runs on its own goroutine) and waits for gnet.Run to
+// return.
+func (r *running) stop(t *testing.T) {
+	t.Helper()
+	select {
+	case <-r.done:
+		return
+	default:
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		r.eng.Stop(ctx)
+	}()
+	select {
+	case <-r.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("gnet.Run did not return within 10s of Engine.Stop")
+	}
+}
+
+// runServer runs handler, whose OnBoot is s's, on 127.0.0.1 with two
+// event loops; the test's end stops it if it is still running.
+func runServer(t *testing.T, handler gnet.EventHandler, s *testServer) *running {
+	t.Helper()
 	s.events = make(chan event, 4096)
 	s.open = map[int]gnet.EventLoop{}
-	done := make(chan error, 1)
+	s.mu.Lock()
+	s.addr = ""
+	s.mu.Unlock()
+	r := &running{done: make(chan struct{})}
 	go func() {
-		done <- gnet.Run(s, "tcp://127.0.0.1:0", gnet.WithMulticore(true), gnet.WithNumEventLoop(2),
+		defer close(r.done)
+		r.err = gnet.Run(handler, "tcp://127.0.0.1:0", gnet.WithMulticore(true), gnet.WithNumEventLoop(2),
 			gnet.WithLogger(quiet{}))
 	}()
 	for wait := time.Now().Add(5 * time.Second); ; {
 		s.mu.Lock()
-		addr := s.addr
+		r.addr, r.eng = s.addr, s.eng
 		s.mu.Unlock()
-		if addr != "" {
+		if r.addr != "" {
 			break
 		}
 		select {
-		case err := <-done:
-			t.Fatalf("gnet.Run: %v", err)
+		case <-r.done:
+			t.Fatalf("gnet.Run: %v", r.err)
 		default:
 		}
 		if time.Now().After(wait) {
@@ -171,18 +211,8 @@ func startServer(t *testing.T, s *testServer) string {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s.mu.Lock()
-		eng := s.eng
-		s.mu.Unlock()
-		if err := eng.Stop(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			t.Logf("engine stop: %v", err)
-		}
-		<-done
-	})
-	return s.addr
+	t.Cleanup(func() { r.stop(t) })
+	return r
 }
 
 // loopOf returns the event loop of open conn n.
