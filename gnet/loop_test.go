@@ -2,7 +2,11 @@ package gnetwheel
 
 import (
 	"context"
+	"errors"
+	"net"
 	"runtime"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -280,5 +284,181 @@ func TestLoop_TimersOfAStoppedEngineEndTheirArming(t *testing.T) {
 	}
 	if !collected(ws) {
 		t.Error("a Schedule task of a stopped engine is still referenced")
+	}
+}
+
+// churnServer is a gnet server whose sessions come from a pool (so an Idle
+// is initialized again, on either loop, once Closed), with an idle
+// timeout, a lifetime, a write-idle ping, a Schedule per conn under a
+// context cancelled when it closes, and an AfterFunc per request: timers
+// firing all the time, also as the engine stops.
+type churnServer struct {
+	*testServer
+	pool   sync.Pool
+	tasks  atomic.Int64 // callbacks run
+	early  atomic.Int64 // lifetime closes before the lifetime
+	loopMu sync.Mutex
+	loops  []gnet.EventLoop
+	obj    *payload // what a weak pointer tells is collected
+}
+
+type churnSession struct {
+	idle   Idle
+	opened time.Time
+	cancel context.CancelFunc
+}
+
+const churnLife = 40 * time.Millisecond
+
+func (s *churnServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	ss, _ := s.pool.Get().(*churnSession)
+	if ss == nil {
+		ss = new(churnSession)
+	}
+	ss.idle.Init(s.idler, c)
+	ss.opened = s.w.h.Now()
+	var ctx context.Context
+	ctx, ss.cancel = context.WithCancel(context.Background())
+	c.SetContext(ss)
+	obj := s.obj
+	s.w.Schedule(c.EventLoop(), ctx, gnet.RunnableFunc(func(context.Context) error {
+		runtime.KeepAlive(obj)
+		s.tasks.Add(1)
+		return nil
+	}), 5*time.Millisecond)
+	s.loopMu.Lock()
+	if !slices.Contains(s.loops, c.EventLoop()) {
+		s.loops = append(s.loops, c.EventLoop())
+	}
+	s.loopMu.Unlock()
+	return nil, gnet.None
+}
+
+func (s *churnServer) OnTraffic(c gnet.Conn) gnet.Action {
+	ss := c.Context().(*churnSession)
+	ss.idle.Traffic()
+	buf, _ := c.Next(-1)
+	ss.idle.Write(buf)
+	s.w.AfterFunc(c.EventLoop(), 2*time.Millisecond, func() { s.tasks.Add(1) })
+	return gnet.None
+}
+
+func (s *churnServer) OnClose(c gnet.Conn, _ error) gnet.Action {
+	ss := c.Context().(*churnSession)
+	if errors.Is(ss.idle.Err(), ErrLifetime) && s.w.h.Now().Sub(ss.opened) < churnLife {
+		s.early.Add(1)
+	}
+	ss.idle.Close()
+	ss.cancel()
+	c.SetContext(nil)
+	s.pool.Put(ss)
+	return gnet.None
+}
+
+// churnClients dials addr from n goroutines until stop is closed: each
+// sends a line every few milliseconds and dials again when the server
+// closes its conn.
+func churnClients(addr string, n int, stop <-chan struct{}) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 64)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c, err := net.DialTimeout("tcp", addr, time.Second)
+				if err != nil {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				for {
+					select {
+					case <-stop:
+						c.Close()
+						return
+					case <-time.After(3 * time.Millisecond):
+					}
+					c.SetDeadline(time.Now().Add(time.Second))
+					if _, err := c.Write([]byte("hb\n")); err != nil {
+						break
+					}
+					if _, err := c.Read(buf); err != nil {
+						break
+					}
+				}
+				c.Close()
+			}
+		}()
+	}
+	return &wg
+}
+
+func TestLoop_EnginesStartedAndStoppedInALoopLeakNothing(t *testing.T) {
+	watchdog(t, 60*time.Second)
+	w := newTestWheel(t)
+	h := w.Hierarchy()
+	idler := w.Idler(30*time.Millisecond, MaxLifetime(churnLife),
+		OnWriteIdle(2*time.Millisecond, func(c gnet.Conn) { c.Context().(*churnSession).idle.Write([]byte("ping\n")) }))
+	const cycles = 6
+	var servers []weak.Pointer[payload]
+	goroutines := 0
+	for i := range cycles {
+		s := &churnServer{testServer: &testServer{w: w, idler: idler}, obj: new(payload)}
+		servers = append(servers, weak.Make(s.obj))
+		srv := runServer(t, s, s.testServer)
+		stop := make(chan struct{})
+		clients := churnClients(srv.addr, 8, stop)
+		if !eventually(5*time.Second, func() bool {
+			s.loopMu.Lock()
+			defer s.loopMu.Unlock()
+			return len(s.loops) == 2
+		}) {
+			t.Fatal("no conn opened on both loops")
+		}
+		for _, el := range s.loops {
+			w.Every(el, time.Millisecond, func() { s.tasks.Add(1) }) // never stopped by the test
+		}
+		time.Sleep(60 * time.Millisecond) // idle, lifetime and write-idle closes, pooled sessions reused
+		srv.stop(t)                       // with timers firing on both loops
+		close(stop)
+		clients.Wait()
+		if s.tasks.Load() == 0 {
+			t.Fatalf("cycle %d: no task ran", i)
+		}
+		if n := s.early.Load(); n != 0 {
+			t.Errorf("cycle %d: %d conns closed for their lifetime before it had passed (a pooled session's earlier conn's close?)", i, n)
+		}
+		if i == 0 {
+			if !eventually(5*time.Second, func() bool { return h.Len() == 0 }) {
+				t.Fatalf("h.Len() = %d after the first engine stopped, want 0", h.Len())
+			}
+			time.Sleep(600 * time.Millisecond) // Engine.Stop's goroutine returns at its next poll
+			goroutines = runtime.NumGoroutine()
+		}
+	}
+	if !eventually(5*time.Second, func() bool { return h.Len() == 0 }) {
+		t.Errorf("h.Len() = %d after %d engines stopped, want 0", h.Len(), cycles)
+	}
+	if n := registryLen(&w.loops); n != 0 {
+		t.Errorf("the Wheel holds %d loops after every engine stopped, want 0", n)
+	}
+	if n := registryLen(&idler.loops); n > 2 {
+		t.Errorf("the Idler holds %d loops after %d engines of 2 loops, want at most the last engine's 2", n, cycles)
+	}
+	if !eventually(5*time.Second, func() bool { return runtime.NumGoroutine() <= goroutines }) {
+		t.Errorf("%d goroutines after %d engines, %d after the first", runtime.NumGoroutine(), cycles, goroutines)
+	}
+	// gnet itself keeps the last engine (its allEngines, by address).
+	if !collected(servers[:cycles-1]) {
+		for i, s := range servers[:cycles-1] {
+			if s.Value() != nil {
+				t.Errorf("what the server of engine %d refers to is still referenced after it stopped", i)
+			}
+		}
 	}
 }

@@ -164,16 +164,19 @@ func (r *running) stop(t *testing.T) {
 	t.Helper()
 	select {
 	case <-r.done:
+		r.eng = gnet.Engine{}
 		return
 	default:
 	}
+	eng := r.eng
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		r.eng.Stop(ctx)
+		eng.Stop(ctx)
 	}()
 	select {
 	case <-r.done:
+		r.eng = gnet.Engine{} // the test's cleanup keeps r: not the engine
 	case <-time.After(10 * time.Second):
 		t.Fatal("gnet.Run did not return within 10s of Engine.Stop")
 	}
