@@ -315,8 +315,8 @@ func (s *churnServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	if ss == nil {
 		ss = new(churnSession)
 	}
+	ss.opened = s.w.h.Now() // no later than the lifetime timer's arming
 	ss.idle.Init(s.idler, c)
-	ss.opened = s.w.h.Now()
 	var ctx context.Context
 	ctx, ss.cancel = context.WithCancel(context.Background())
 	c.SetContext(ss)
