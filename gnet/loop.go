@@ -111,14 +111,6 @@ func (r *loops) remove(l *loopRun) {
 	r.list.Store(&list)
 }
 
-// len is the number of entries, for tests.
-func (r *loops) len() int {
-	if p := r.list.Load(); p != nil {
-		return len(*p)
-	}
-	return 0
-}
-
 var noop gnet.Runnable = runFunc(func() {})
 
 // loopRun queues callbacks for one event loop and runs them there in

@@ -3,6 +3,7 @@ package gnetwheel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"runtime"
 	"slices"
@@ -460,5 +461,47 @@ func TestLoop_EnginesStartedAndStoppedInALoopLeakNothing(t *testing.T) {
 				t.Errorf("what the server of engine %d refers to is still referenced after it stopped", i)
 			}
 		}
+	}
+}
+
+// stepClock is a Mock whose Now the benchmark steps without Mock.Add's
+// sleep (the hierarchy is not started: it only reads Now and Since).
+type stepClock struct {
+	*clock.Mock
+	d atomic.Int64
+}
+
+func (c *stepClock) Now() time.Time                  { return c.Mock.Now().Add(time.Duration(c.d.Load())) }
+func (c *stepClock) step(d time.Duration)            { c.d.Add(int64(d)) }
+func (c *stepClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// BenchmarkLoop_FiringAndDrain is one timer's firing, its hop to the loop
+// (push, Execute) and the drain on the loop: the cost per batch.
+func BenchmarkLoop_FiringAndDrain(b *testing.B) {
+	for _, n := range []int{1, 100} {
+		b.Run(fmt.Sprintf("timers=%d", n), func(b *testing.B) {
+			clk := &stepClock{Mock: clock.NewMock()}
+			h, _ := timingwheel.New(timingwheel.WithClock(clk))
+			w := New(h)
+			loop := &fakeLoop{}
+			ran := 0
+			ts := make([]*timingwheel.Timer, n)
+			for i := range ts {
+				ts[i] = w.AfterFunc(loop, time.Millisecond, func() { ran++ })
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				clk.step(time.Millisecond)
+				h.Advance()
+				loop.runQueued()
+				loop.runErrs = loop.runErrs[:0]
+				for _, t := range ts {
+					t.Reset(time.Millisecond)
+				}
+			}
+			if ran == 0 {
+				b.Fatal("no timer ran")
+			}
+		})
 	}
 }
