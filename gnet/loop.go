@@ -60,6 +60,9 @@ func (r *loops) of(el gnet.EventLoop, h *timingwheel.Hierarchy, cfg *Idler) *loo
 	if l, ok := el.(*EventLoop); ok {
 		el = l.EventLoop
 	}
+	if el == nil {
+		panic("gnetwheel: called with a nil gnet.EventLoop (a Conn's EventLoop, or one gnet passed to a handler)")
+	}
 	if p := r.list.Load(); p != nil {
 		for _, l := range *p {
 			if l.el == el {

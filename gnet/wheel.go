@@ -93,9 +93,9 @@ func (w *Wheel) newTimer(el gnet.EventLoop, f func()) *timingwheel.Timer {
 // runs on el's loop once delay has passed, never before (and within a tick
 // plus the hop onto the loop after). If ctx is done before then, runnable
 // does not run, and the timer is stopped at once: by Schedule itself if
-// ctx is done before Schedule returns, else as ctx is done (by
-// context.AfterFunc's goroutine; the registration is removed when the
-// task runs or is stopped). If el's loop has exited when the delay has
+// ctx is done by the time Schedule has armed it, else as ctx is done (by
+// context.AfterFunc's goroutine, a moment after the cancel; the
+// registration is removed when the task runs or is dropped). If el's loop has exited when the delay has
 // passed, runnable does not run either, and nothing of it is kept. The
 // error runnable returns is handled as gnet handles a task's it runs with
 // Execute: gnet's ErrEngineShutdown shuts the engine down, any other is

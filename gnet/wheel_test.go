@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -283,5 +284,34 @@ func TestSchedule_DoneContextRegistrationIsRemovedWhenItRuns(t *testing.T) {
 	}
 	if !collected(ws) {
 		t.Error("a task that ran is still referenced, by its context's registration")
+	}
+}
+
+func TestWheel_ANilEventLoopPanicsWithAClearMessage(t *testing.T) {
+	h, err := timingwheel.New(timingwheel.WithClock(clock.NewMock()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := New(h)
+	for name, call := range map[string]func(){
+		"AfterFunc": func() { w.AfterFunc(nil, time.Second, func() {}) },
+		"Every":     func() { w.Every(nil, time.Second, func() {}) },
+		"Schedule": func() {
+			w.Schedule(nil, context.Background(), gnet.RunnableFunc(func(context.Context) error { return nil }), time.Second)
+		},
+		"InitOn": func() { w.InitOn(new(timingwheel.Timer), nil, func() {}) },
+		"Exec":   func() { w.Exec(nil) },
+	} {
+		func() {
+			defer func() {
+				if s, _ := recover().(string); !strings.Contains(s, "gnetwheel") || !strings.Contains(s, "nil gnet.EventLoop") {
+					t.Errorf("%s with a nil loop: panic %q, want gnetwheel's about a nil gnet.EventLoop", name, s)
+				}
+			}()
+			call()
+		}()
+	}
+	if n := h.Len(); n != 0 {
+		t.Errorf("h.Len() = %d, want 0", n)
 	}
 }
