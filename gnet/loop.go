@@ -82,11 +82,17 @@ func (r *loops) of(el gnet.EventLoop, h *timingwheel.Hierarchy, cfg *Idler) *loo
 		}
 	}
 	list := make([]*loopRun, 0, len(old)+1)
+	var dead [][]loopItem
 	for _, l := range old {
+		if l.isDead() {
+			continue // its die is removing it
+		}
 		// A probe: a no-op task on a live loop; an error from a loop
 		// that has exited.
-		if l.isDead() || l.el.Execute(context.Background(), noop) != nil {
-			l.kill()
+		if l.el.Execute(context.Background(), noop) != nil {
+			if runs, ok := l.markDead(); ok {
+				dead = append(dead, runs)
+			}
 			continue
 		}
 		list = append(list, l)
@@ -94,6 +100,9 @@ func (r *loops) of(el gnet.EventLoop, h *timingwheel.Hierarchy, cfg *Idler) *loo
 	l := newLoopRun(el, r, h, cfg)
 	list = append(list, l)
 	r.list.Store(&list)
+	for _, runs := range dead {
+		dropAll(runs)
+	}
 	return l
 }
 
@@ -261,30 +270,35 @@ func (l *loopRun) isDead() bool {
 	return l.dead
 }
 
-// die marks l dead, drops what is queued, and takes l out of its registry.
+// die marks l dead, takes it out of its registry, and drops what was
+// queued on it: in that order, so that once the hierarchy no longer
+// counts a timer of a dead loop, the loop is out of the registry.
 func (l *loopRun) die() {
-	if l.kill() {
+	if runs, ok := l.markDead(); ok {
 		l.reg.remove(l)
+		dropAll(runs)
 	}
 }
 
-// kill marks l dead and drops what is queued on it; it reports whether l
-// was alive.
-func (l *loopRun) kill() bool {
+// markDead marks l dead and returns what was queued on it, to be dropped;
+// it reports whether l was alive. From then on push drops what it gets.
+func (l *loopRun) markDead() ([]loopItem, bool) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.dead {
-		l.mu.Unlock()
-		return false
+		return nil, false
 	}
 	l.dead = true
 	runs := l.pending
 	l.pending, l.spare, l.queued = nil, nil, false
 	l.watch.Stop()
-	l.mu.Unlock()
+	return runs, true
+}
+
+func dropAll(runs []loopItem) {
 	for _, it := range runs {
 		it.drop()
 	}
-	return true
 }
 
 // runFunc makes a func() a loopItem; the conversion allocates nothing, as
