@@ -74,15 +74,9 @@ func TestIdle_TrafficKeepsItOpen(t *testing.T) {
 		}
 		time.Sleep(30 * time.Millisecond)
 	}
-drain:
-	for {
-		select {
-		case e := <-s.events:
-			if e.kind == "close" {
-				t.Fatalf("conn %d closed while it sent a heartbeat every 30ms (idle %v)", e.conn, idle)
-			}
-		default:
-			break drain
+	for e, ok := s.poll(); ok; e, ok = s.poll() {
+		if e.kind == "close" {
+			t.Fatalf("conn %d closed while it sent a heartbeat every 30ms (idle %v)", e.conn, idle)
 		}
 	}
 	// Then silence: each is closed, an idle after its last heartbeat.
@@ -115,7 +109,7 @@ func TestIdle_ReadAndWriteIdleCallbacksRunOnTheLoop(t *testing.T) {
 	reads, writes := 0, 0
 	var lastWrite [2]time.Time
 	for reads < 4 || writes < 6 {
-		e := <-s.events
+		e := s.nextEvent()
 		switch e.kind {
 		case "readidle":
 			reads++

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -79,6 +80,9 @@ type testServer struct {
 	idler  *Idler
 	echo   bool // write back what arrives
 	events chan event
+	// Events that waitFor met and did not return; only the test's
+	// goroutine touches it.
+	backlog []event
 
 	mu   sync.Mutex
 	eng  gnet.Engine
@@ -110,7 +114,9 @@ func (s *testServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	s.mu.Unlock()
 	ss.idle.Init(s.idler, c)
 	c.SetContext(ss)
-	s.emit(event{kind: "open", conn: ss.n, loop: ss.loop})
+	// Stamped with the clock read before Init armed the conn's timers:
+	// what "after opening" is measured from.
+	s.emit(event{kind: "open", conn: ss.n, loop: ss.loop, at: ss.lastRead})
 	return nil, gnet.None
 }
 
@@ -137,9 +143,12 @@ func (s *testServer) OnClose(c gnet.Conn, _ error) gnet.Action {
 	return gnet.None
 }
 
-// emit records e, stamped with the time and goroutine.
+// emit records e, stamped with the time (unless e has one) and goroutine.
 func (s *testServer) emit(e event) {
-	e.at, e.gid = s.w.h.Now(), goid()
+	if e.at.IsZero() {
+		e.at = s.w.h.Now()
+	}
+	e.gid = goid()
 	s.events <- e
 }
 
@@ -226,19 +235,52 @@ func (s *testServer) loopOf(n int) gnet.EventLoop {
 }
 
 // waitFor returns the next event of kind for conn (any conn if conn < 0),
-// skipping others, or fails the test after d.
+// or fails the test after d. The events of other kinds it meets are kept,
+// in order, for the later calls of waitFor, nextEvent and poll: a close that
+// comes while the test waits for an open is not lost.
 func (s *testServer) waitFor(t *testing.T, kind string, conn int, d time.Duration) event {
 	t.Helper()
+	match := func(e event) bool { return e.kind == kind && (conn < 0 || e.conn == conn) }
+	for i, e := range s.backlog {
+		if match(e) {
+			s.backlog = slices.Delete(s.backlog, i, i+1)
+			return e
+		}
+	}
 	timeout := time.After(d)
 	for {
 		select {
 		case e := <-s.events:
-			if e.kind == kind && (conn < 0 || e.conn == conn) {
+			if match(e) {
 				return e
 			}
+			s.backlog = append(s.backlog, e)
 		case <-timeout:
 			t.Fatalf("no %q event for conn %d within %v", kind, conn, d)
 		}
+	}
+}
+
+// nextEvent returns the oldest event not yet returned, waiting for one.
+func (s *testServer) nextEvent() event {
+	if e, ok := s.poll(); ok {
+		return e
+	}
+	return <-s.events
+}
+
+// poll is nextEvent without the wait: false if no event has come.
+func (s *testServer) poll() (event, bool) {
+	if len(s.backlog) > 0 {
+		e := s.backlog[0]
+		s.backlog = s.backlog[1:]
+		return e, true
+	}
+	select {
+	case e := <-s.events:
+		return e, true
+	default:
+		return event{}, false
 	}
 }
 
