@@ -7,10 +7,11 @@
 // EventLoop().Close), and its SetDeadline returns ErrUnsupportedOp. A
 // timer's callback normally runs on the goroutine that advances the
 // hierarchy, so each timer here is bound with [timingwheel.Timer.InitOn]
-// to an executor that queues the callback on the conn's loop. Guarantee 4
-// holds across that hop (API.md, guarantee 14): a Reset or Stop made on the
-// loop after the timer fired and before its callback reached the loop
-// cancels the callback. The idle timeouts themselves have no timer per
+// to an executor that queues the callback on the conn's loop. A timer's
+// exactly-once rule holds across that hop (see "Callbacks on an executor"
+// in the core's docs/guarantees.md): a Reset or Stop made on the loop
+// after the timer fired and before its callback reached the loop cancels
+// the callback. The idle timeouts themselves have no timer per
 // connection: each loop keeps them in buckets by due millisecond, one timer
 // per bucket, and a bucket's scan on the loop closes a connection only if
 // it has been idle since an idle before then. So traffic that arrives
@@ -41,4 +42,20 @@
 //	}
 //
 // The hierarchy must be driven ([timingwheel.Hierarchy.Start]).
+//
+// # Engines that stop
+//
+// A timer may fire after its loop has exited: the engine was stopped, or a
+// handler returned gnet.Shutdown. Its callback then does not run, and its
+// arming ends as if it had been stopped: the hierarchy no longer counts it
+// ([timingwheel.Hierarchy.Len]), a [Wheel.Schedule]'s context registration
+// is removed, and nothing of the task is kept. This holds whether gnet's
+// EventLoop.Execute reports the shutdown or, as gnet v2.9.7 does for a loop
+// that has exited before its engine is marked shut down, drops the task
+// without an error: a batch queued for a loop that has not taken it within
+// a few milliseconds is handed over again, until it runs or Execute fails.
+// A loop that has exited leaves the wheel's and the Idler's records of
+// loops, so engines may be started and stopped any number of times with
+// one Wheel. The timers of [Idle] are stopped as gnet closes each conn
+// (OnClose calls Idle.Close).
 package gnetwheel

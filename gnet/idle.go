@@ -5,20 +5,18 @@ import (
 	"net"
 	"os"
 	"time"
-	"unsafe"
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/timingwheel/timingwheel"
 )
 
-// Why the wheel closed a conn, as [Idle.Err] reports in OnClose. Both are
-// net.Errors whose Timeout() is true, and errors.Is(err,
-// os.ErrDeadlineExceeded) holds: the error a net.Conn's reader sees when a
-// deadline passes (API.md guarantees 11 and 15).
-var (
-	ErrIdle     error = &timeoutError{"gnetwheel: connection idle"}
-	ErrLifetime error = &timeoutError{"gnetwheel: connection lifetime exceeded"}
-)
+// Why the wheel closed a conn, as [Idle.Err] reports in OnClose: an idle
+// close, or a [MaxLifetime] one. Both are net.Errors whose Timeout() is
+// true, and errors.Is(err, os.ErrDeadlineExceeded) holds: the error a
+// net.Conn's reader sees when a deadline passes (see "Idle connections" in
+// the core's docs/guarantees.md). Nothing else in this package makes
+// them, so that they can become the core's own sentinels in this one line.
+var ErrIdle, ErrLifetime error = &timeoutError{"gnetwheel: connection idle"}, &timeoutError{"gnetwheel: connection lifetime exceeded"}
 
 type timeoutError struct{ msg string }
 
@@ -117,6 +115,12 @@ func (w *Wheel) Idler(idle time.Duration, opts ...IdleOption) *Idler {
 // An Idle is 48 bytes and has no timer of its own (unless write idle or a
 // lifetime is configured); Traffic allocates nothing. An Idle must not be
 // copied once initialized.
+//
+// An Idle may be initialized again once Close has returned, for another
+// conn (as a pooled session's is), on any loop: nothing queued for its
+// earlier conn (a scan, a lifetime close, a write-idle callback on its way
+// to the loop) touches the new one. Init panics on an Idle that is in use
+// (initialized and not closed).
 type Idle struct {
 	last       int64 // last activity, ns since the loop's epoch
 	next, prev *Idle // in the bucket's list; nil if in none
@@ -126,16 +130,22 @@ type Idle struct {
 	ext *idleExt
 }
 
-// idleExt is an Idle's loop runner and optional timers.
+// idleExt is an Idle's loop runner and optional timers. An Idle with
+// optional timers gets a new ext from each Init, and Close clears its x:
+// so the ext is the generation of the Idle's binding to a conn, and an
+// item queued for the loop by an earlier binding's timer finds x nil and
+// does nothing (it never reads the Idle, which may be bound again on
+// another loop).
 type idleExt struct {
 	lr    *loopRun
-	x     *Idle // nil in a loop's shared ext
+	x     *Idle // nil in a loop's shared ext, and once the Idle is closed
 	write timingwheel.Timer
 	life  timingwheel.Timer
 }
 
 // sentinelExt marks the head of a bucket's list, so that an Idle unlinked
-// from its bucket can tell the bucket is empty.
+// from its bucket can tell the bucket is empty; the head's last is then
+// the bucket's index in its loop's all.
 var sentinelExt idleExt
 
 // bucketGrain is the span of deadlines a near bucket holds: a conn is
@@ -151,13 +161,15 @@ const (
 )
 
 // bucket is a loop's list of Idles filed for the same instant (see file),
-// and the one timer that fires for them all. Loop-owned.
+// and the one timer that fires for them all. Loop-owned. A bucket is
+// never freed, only reused: its head's last is its index in the loop's
+// all, which is how an Idle unlinked from it finds it.
 type bucket struct {
-	head     Idle  // sentinel, first: a *bucket is a *Idle to its head
+	head     Idle  // sentinel
 	key      int64 // in the loop's buckets: > 0 near, < 0 far
 	scanning bool
 	t        timingwheel.Timer
-	lr       *loopRun
+	hop      hop     // t's way onto the loop
 	free     *bucket // in the loop's free list
 }
 
@@ -182,9 +194,11 @@ func (l *loopRun) file(x *Idle, due, now int64) {
 		if b = l.freeBuckets; b != nil {
 			l.freeBuckets, b.free = b.free, nil
 		} else {
-			b = &bucket{lr: l}
-			b.head.ext = &sentinelExt
-			b.t.InitOn(l.cfg.w.h, l.execFn, b.scan)
+			b = &bucket{}
+			b.head.ext, b.head.last = &sentinelExt, int64(len(l.all))
+			l.all = append(l.all, b)
+			b.hop = hop{l: l, t: &b.t}
+			b.t.InitOn(l.cfg.w.h, b.hop.exec, b.scan)
 		}
 		b.head.next, b.head.prev = &b.head, &b.head
 		b.key = key
@@ -202,9 +216,9 @@ func (x *Idle) unlink() {
 	n.prev, p.next = p, n
 	x.next, x.prev = nil, nil
 	if n == p && n.ext == &sentinelExt {
-		b := (*bucket)(unsafe.Pointer(n))
-		if !b.scanning {
-			b.lr.release(b)
+		l := x.ext.lr
+		if b := l.all[n.last]; !b.scanning {
+			l.release(b)
 		}
 	}
 }
@@ -221,7 +235,7 @@ func (l *loopRun) release(b *bucket) {
 // OnReadIdle for) each conn idle since an idle before now, and re-files
 // the others by their last traffic.
 func (b *bucket) scan() {
-	l := b.lr
+	l := b.hop.l
 	delete(l.buckets, b.key) // nothing more is filed here
 	b.scanning = true
 	cfg := l.cfg
@@ -251,7 +265,8 @@ func (b *bucket) scan() {
 // Init binds x to c, a conn just opened (call it in OnOpen, on c's loop),
 // and starts its idle timeout, and the write-idle and lifetime timers if i
 // has them. It returns x. Without those, Init allocates nothing once the
-// loop has buckets to reuse.
+// loop has buckets to reuse. x may be a zero Idle or one whose Close has
+// returned; Init panics if x is in use, or if i or c is nil.
 func (x *Idle) Init(i *Idler, c gnet.Conn) *Idle {
 	if i == nil {
 		panic("gnetwheel: Idle.Init called with a nil Idler")
@@ -259,8 +274,11 @@ func (x *Idle) Init(i *Idler, c gnet.Conn) *Idle {
 	if c == nil {
 		panic("gnetwheel: Idle.Init called with a nil gnet.Conn")
 	}
+	if x.c != nil {
+		panic("gnetwheel: Idle.Init called on an Idle in use: Close it first (in OnClose)")
+	}
 	h := i.w.h
-	lr := i.loops.of(c.EventLoop(), i)
+	lr := i.loops.of(c.EventLoop(), h, i)
 	x.c, x.ext = c, &lr.shared
 	if i.writeIdle > 0 || i.lifetime > 0 {
 		m := &idleExt{lr: lr, x: x}
@@ -313,14 +331,19 @@ func (x *Idle) Write(p []byte) (int, error) {
 }
 
 // Close takes x out of its bucket and stops its timers: call it in
-// OnClose. The hierarchy then keeps no reference to the conn. Close may be
-// called more than once.
+// OnClose. The hierarchy then keeps no reference to the conn, and nothing
+// queued for the conn's loop acts on x any more: once Close has returned,
+// x may be initialized again. Close may be called more than once.
 func (x *Idle) Close() {
+	if m := x.ext; m != nil && m.lr.closing == x {
+		m.lr.closed = true // closeFor need not
+	}
 	x.c = nil
 	if x.next != nil {
 		x.unlink()
 	}
 	if m := x.ext; m != nil && m.x != nil {
+		m.x = nil // the binding ends: its queued items do nothing
 		if m.lr.cfg.writeIdle > 0 {
 			m.write.Stop()
 		}
@@ -356,22 +379,28 @@ func (m *idleExt) fireWrite() { m.lr.push((*writeDue)(m)) }
 func (m *idleExt) fireLife()  { m.lr.push((*lifeDue)(m)) }
 
 // writeDue and lifeDue are the same objects seen as loop items: the
-// conversion to loopItem allocates nothing.
+// conversion to loopItem allocates nothing. The timer that queued one has
+// fired, so the hierarchy no longer counts it: a dropped one has nothing
+// to end.
 type (
 	writeDue idleExt
 	lifeDue  idleExt
 )
 
-// due reports, on the loop, whether t's firing still stands: the conn is
-// open and t was not re-armed (by Wrote, to a deadline after now) since it
+func (*writeDue) drop() {}
+func (*lifeDue) drop()  {}
+
+// due reports, on the loop, whether the firing of m's timer t still
+// stands: m's binding has not been closed (nor the Idle bound again since)
+// and t was not re-armed (by Wrote, to a deadline after now) since it
 // fired.
-func (x *Idle) due(t *timingwheel.Timer) bool {
-	return x.c != nil && !x.ext.lr.cfg.w.h.Now().Before(t.Deadline())
+func (m *idleExt) due(t *timingwheel.Timer) bool {
+	return m.x != nil && !m.lr.cfg.w.h.Now().Before(t.Deadline())
 }
 
 func (r *writeDue) runOnLoop() {
 	m := (*idleExt)(r)
-	if !m.x.due(&m.write) {
+	if !m.due(&m.write) {
 		return
 	}
 	cfg := m.lr.cfg
@@ -381,21 +410,26 @@ func (r *writeDue) runOnLoop() {
 
 func (r *lifeDue) runOnLoop() {
 	m := (*idleExt)(r)
-	if m.x.due(&m.life) {
+	if m.due(&m.life) {
 		m.x.closeFor(ErrLifetime)
 	}
 }
 
 // closeFor closes the conn on its loop, now: gnet calls OnClose before
-// Close returns, where Err reports why.
+// Close returns, where Err reports why. What OnClose returned counts as it
+// does when the peer closes the conn: gnet.Shutdown stops the engine (gnet
+// returns it from EventLoop.Close as ErrEngineShutdown).
 func (x *Idle) closeFor(reason error) {
 	c, lr := x.c, x.ext.lr
-	lr.closing, lr.reason = x, reason
+	lr.closing, lr.reason, lr.closed = x, reason, false
 	err := c.EventLoop().Close(c)
-	lr.closing, lr.reason = nil, nil
-	if err != nil || x.c != nil {
-		// The handler's OnClose did not call Close (or gnet reported an
-		// error): stop the timers anyway, the conn is gone.
+	closed := lr.closed
+	lr.closing, lr.reason, lr.closed = nil, nil, false
+	if !closed {
+		// The handler's OnClose did not call Close (or gnet did not call
+		// OnClose): stop the timers anyway, the conn is gone. Once Close
+		// has run, x is not touched: it may be bound again already.
 		x.Close()
 	}
+	lr.shutdownAsked(err)
 }

@@ -6,12 +6,14 @@ import (
 	"io"
 	"net"
 	"os"
+	"reflect"
+	"strconv"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/benbjohnson/clock"
 	"github.com/panjf2000/gnet/v2"
+	gerrors "github.com/panjf2000/gnet/v2/pkg/errors"
 	"github.com/timingwheel/timingwheel"
 )
 
@@ -72,15 +74,9 @@ func TestIdle_TrafficKeepsItOpen(t *testing.T) {
 		}
 		time.Sleep(30 * time.Millisecond)
 	}
-drain:
-	for {
-		select {
-		case e := <-s.events:
-			if e.kind == "close" {
-				t.Fatalf("conn %d closed while it sent a heartbeat every 30ms (idle %v)", e.conn, idle)
-			}
-		default:
-			break drain
+	for e, ok := s.poll(); ok; e, ok = s.poll() {
+		if e.kind == "close" {
+			t.Fatalf("conn %d closed while it sent a heartbeat every 30ms (idle %v)", e.conn, idle)
 		}
 	}
 	// Then silence: each is closed, an idle after its last heartbeat.
@@ -113,7 +109,7 @@ func TestIdle_ReadAndWriteIdleCallbacksRunOnTheLoop(t *testing.T) {
 	reads, writes := 0, 0
 	var lastWrite [2]time.Time
 	for reads < 4 || writes < 6 {
-		e := <-s.events
+		e := s.nextEvent()
 		switch e.kind {
 		case "readidle":
 			reads++
@@ -184,14 +180,30 @@ func TestIdle_MaxLifetimeClosesAChattyConn(t *testing.T) {
 }
 
 // fakeLoop is a gnet.EventLoop whose Execute queues the runnable for the
-// test to run: the test is the loop, and decides when the hop lands.
+// test to run: the test is the loop, and decides when the hop lands. It
+// can also play a loop that has exited, as gnet v2.9.7's does: exited
+// makes Execute drop the task and return nil (the loop is gone, its
+// engine not yet marked shut down), shutdown makes it return
+// ErrEngineInShutdown (the engine is).
 type fakeLoop struct {
 	gnet.EventLoop
-	queued []gnet.Runnable
-	closed []gnet.Conn
+	queued   []gnet.Runnable
+	closed   []gnet.Conn
+	executes int     // calls of Execute
+	exited   bool    // Execute drops the task, and returns nil
+	shutdown bool    // Execute returns ErrEngineInShutdown
+	closeErr error   // Close returns it (gnet's ErrEngineShutdown when OnClose returned Shutdown)
+	runErrs  []error // what the runnables run by runQueued returned, nil ones too
 }
 
 func (l *fakeLoop) Execute(_ context.Context, r gnet.Runnable) error {
+	l.executes++
+	switch {
+	case l.shutdown:
+		return gerrors.ErrEngineInShutdown
+	case l.exited:
+		return nil
+	}
 	l.queued = append(l.queued, r)
 	return nil
 }
@@ -199,7 +211,7 @@ func (l *fakeLoop) Execute(_ context.Context, r gnet.Runnable) error {
 func (l *fakeLoop) Close(c gnet.Conn) error {
 	l.closed = append(l.closed, c)
 	c.(*fakeConn).onClose()
-	return nil
+	return l.closeErr
 }
 
 // runQueued runs what Execute queued, as the loop would.
@@ -207,7 +219,7 @@ func (l *fakeLoop) runQueued() {
 	q := l.queued
 	l.queued = nil
 	for _, r := range q {
-		r.Run(context.Background())
+		l.runErrs = append(l.runErrs, r.Run(context.Background()))
 	}
 }
 
@@ -342,8 +354,8 @@ func step(mock *clock.Mock, h *timingwheel.Hierarchy, l *fakeLoop, d time.Durati
 }
 
 func TestIdle_IsSmallAndHasNoTimer(t *testing.T) {
-	if s := unsafe.Sizeof(Idle{}); unsafe.Sizeof(uintptr(0)) == 8 && s > 48 {
-		t.Errorf("unsafe.Sizeof(Idle{}) = %d, want <= 48 on 64-bit", s)
+	if s := reflect.TypeFor[Idle]().Size(); strconv.IntSize == 64 && s > 48 {
+		t.Errorf("Idle is %d bytes, want <= 48 on 64-bit", s)
 	}
 	_, h, idler, loop := mockLoop(t, time.Second)
 	for range 1000 {
@@ -461,5 +473,134 @@ func TestIdle_TenThousandConnsIdleAtOneInstantCloseInOneScan(t *testing.T) {
 	}
 	if h.Len() != 0 {
 		t.Errorf("h.Len() = %d, want 0", h.Len())
+	}
+}
+
+func TestIdle_AnIdleCloseReturnsWhatOnCloseAsked(t *testing.T) {
+	mock, h, idler, loop := mockLoop(t, 100*time.Millisecond)
+	a, b := loop.conn(idler), loop.conn(idler)
+	loop.closeErr = gerrors.ErrEngineShutdown // gnet's Close, when OnClose returned gnet.Shutdown
+	step(mock, h, loop, 100*time.Millisecond)
+	if len(loop.closed) != 2 || !errors.Is(a.err, ErrIdle) || !errors.Is(b.err, ErrIdle) {
+		t.Fatalf("closes = %d, Err = %v, %v; want both conns closed for idle", len(loop.closed), a.err, b.err)
+	}
+	shutdown := 0
+	for _, err := range loop.runErrs {
+		if errors.Is(err, gerrors.ErrEngineShutdown) {
+			shutdown++
+		}
+	}
+	if shutdown != 1 {
+		t.Errorf("the loop's tasks returned %v; want gnet's ErrEngineShutdown once: an idle close honours OnClose's gnet.Shutdown as a peer's close does", loop.runErrs)
+	}
+	if n := h.Len(); n != 0 {
+		t.Errorf("h.Len() = %d, want 0", n)
+	}
+}
+
+func TestIdle_ReInitAfterCloseIsNotTouchedByTheEarlierConnsQueuedClose(t *testing.T) {
+	// A lifetime close is on its way to the loop when the conn closes and
+	// its session (and Idle) is reused for a new conn.
+	const life = 100 * time.Millisecond
+	mock, h, idler, loop := mockLoop(t, time.Hour, MaxLifetime(life))
+	x := new(Idle)
+	old := &fakeConn{loop: loop, idle: x}
+	x.Init(idler, old)
+	mock.Add(life)
+	h.Advance() // the lifetime timer fires: its close is queued for the loop
+	if len(loop.queued) != 1 {
+		t.Fatalf("queued %d tasks, want the lifetime close", len(loop.queued))
+	}
+	x.Close() // the peer closed the old conn: OnClose, on the loop
+	next := &fakeConn{loop: loop, idle: x}
+	x.Init(idler, next) // a new conn's OnOpen reuses the session
+	opened := mock.Now()
+	loop.runQueued()
+	if len(loop.closed) != 0 {
+		t.Fatalf("the new conn was closed (Err %v) by the lifetime close queued for the conn before it", next.err)
+	}
+	for mock.Now().Sub(opened) < life {
+		step(mock, h, loop, 10*time.Millisecond)
+		if len(loop.closed) != 0 && mock.Now().Sub(opened) < life {
+			t.Fatalf("the new conn closed %v after its Init, before its lifetime %v", mock.Now().Sub(opened), life)
+		}
+	}
+	if len(loop.closed) != 1 || loop.closed[0] != next || !errors.Is(next.err, ErrLifetime) {
+		t.Fatalf("closes = %d, Err = %v; want the new conn closed for its own lifetime", len(loop.closed), next.err)
+	}
+	x.Close()
+	if n := h.Len(); n != 0 {
+		t.Errorf("h.Len() = %d, want 0", n)
+	}
+}
+
+func TestIdle_ReInitAfterCloseGetsNoWriteIdleOfTheEarlierConn(t *testing.T) {
+	const writeIdle = 50 * time.Millisecond
+	var got []gnet.Conn
+	mock, h, idler, loop := mockLoop(t, time.Hour, OnWriteIdle(writeIdle, func(c gnet.Conn) { got = append(got, c) }))
+	x := new(Idle)
+	x.Init(idler, &fakeConn{loop: loop, idle: x})
+	mock.Add(writeIdle)
+	h.Advance() // the write-idle callback is on its way to the loop
+	x.Close()
+	next := &fakeConn{loop: loop, idle: x}
+	x.Init(idler, next)
+	loop.runQueued()
+	if len(got) != 0 {
+		t.Fatal("OnWriteIdle ran for the new conn when the earlier conn's write idle reached the loop")
+	}
+	step(mock, h, loop, writeIdle)
+	if len(got) != 1 || got[0] != next {
+		t.Fatalf("OnWriteIdle ran %d times; want once, for the new conn, a write idle after its Init", len(got))
+	}
+	x.Close()
+	if n := h.Len(); n != 0 {
+		t.Errorf("h.Len() = %d, want 0", n)
+	}
+}
+
+func TestIdle_InitOfAnIdleInUsePanics(t *testing.T) {
+	_, _, idler, loop := mockLoop(t, time.Hour)
+	c := loop.conn(idler)
+	defer func() {
+		if recover() == nil {
+			t.Error("Init of an Idle that was not closed did not panic")
+		}
+	}()
+	c.idle.Init(idler, &fakeConn{loop: loop, idle: c.idle})
+}
+
+// shutdownOnIdle is the test server, but its OnClose returns gnet.Shutdown
+// when the wheel closed the conn.
+type shutdownOnIdle struct{ *testServer }
+
+func (s shutdownOnIdle) OnClose(c gnet.Conn, err error) gnet.Action {
+	idle := c.Context().(*session).idle.Err() != nil
+	s.testServer.OnClose(c, err)
+	if idle {
+		return gnet.Shutdown
+	}
+	return gnet.None
+}
+
+func TestIdle_ShutdownReturnedByOnCloseOfAnIdleCloseStopsTheEngine(t *testing.T) {
+	watchdog(t, 20*time.Second)
+	w := newTestWheel(t)
+	s := &testServer{w: w, idler: w.Idler(50 * time.Millisecond)}
+	srv := runServer(t, shutdownOnIdle{s}, s)
+	dial(t, srv.addr)
+	if e := s.waitFor(t, "close", -1, 5*time.Second); !errors.Is(e.err, ErrIdle) {
+		t.Fatalf("Idle.Err() in OnClose = %v, want ErrIdle", e.err)
+	}
+	select {
+	case <-srv.done:
+		if srv.err != nil {
+			t.Errorf("gnet.Run = %v, want nil (a shutdown the handler asked for)", srv.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("gnet.Run still running 5s after OnClose returned gnet.Shutdown for an idle close: the action was ignored")
+	}
+	if !eventually(5*time.Second, func() bool { return w.Hierarchy().Len() == 0 }) {
+		t.Errorf("h.Len() = %d after the engine stopped, want 0", w.Hierarchy().Len())
 	}
 }

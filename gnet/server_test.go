@@ -3,11 +3,11 @@ package gnetwheel
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -80,6 +80,9 @@ type testServer struct {
 	idler  *Idler
 	echo   bool // write back what arrives
 	events chan event
+	// Events that waitFor met and did not return; only the test's
+	// goroutine touches it.
+	backlog []event
 
 	mu   sync.Mutex
 	eng  gnet.Engine
@@ -111,7 +114,9 @@ func (s *testServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	s.mu.Unlock()
 	ss.idle.Init(s.idler, c)
 	c.SetContext(ss)
-	s.emit(event{kind: "open", conn: ss.n, loop: ss.loop})
+	// Stamped with the clock read before Init armed the conn's timers:
+	// what "after opening" is measured from.
+	s.emit(event{kind: "open", conn: ss.n, loop: ss.loop, at: ss.lastRead})
 	return nil, gnet.None
 }
 
@@ -138,32 +143,79 @@ func (s *testServer) OnClose(c gnet.Conn, _ error) gnet.Action {
 	return gnet.None
 }
 
-// emit records e, stamped with the time and goroutine.
+// emit records e, stamped with the time (unless e has one) and goroutine.
 func (s *testServer) emit(e event) {
-	e.at, e.gid = s.w.h.Now(), goid()
+	if e.at.IsZero() {
+		e.at = s.w.h.Now()
+	}
+	e.gid = goid()
 	s.events <- e
 }
 
 // startServer runs s on 127.0.0.1 with two event loops until the test ends.
 func startServer(t *testing.T, s *testServer) string {
 	t.Helper()
+	return runServer(t, s, s).addr
+}
+
+// running is a gnet engine started by runServer.
+type running struct {
+	addr string
+	eng  gnet.Engine
+	done chan struct{} // closed when gnet.Run has returned
+	err  error         // what it returned, once done is closed
+}
+
+// stop stops the engine (Engine.Stop, which returns only at its next
+// half-second poll, runs on its own goroutine) and waits for gnet.Run to
+// return.
+func (r *running) stop(t *testing.T) {
+	t.Helper()
+	select {
+	case <-r.done:
+		r.eng = gnet.Engine{}
+		return
+	default:
+	}
+	eng := r.eng
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		eng.Stop(ctx)
+	}()
+	select {
+	case <-r.done:
+		r.eng = gnet.Engine{} // the test's cleanup keeps r: not the engine
+	case <-time.After(10 * time.Second):
+		t.Fatal("gnet.Run did not return within 10s of Engine.Stop")
+	}
+}
+
+// runServer runs handler, whose OnBoot is s's, on 127.0.0.1 with two
+// event loops; the test's end stops it if it is still running.
+func runServer(t *testing.T, handler gnet.EventHandler, s *testServer) *running {
+	t.Helper()
 	s.events = make(chan event, 4096)
 	s.open = map[int]gnet.EventLoop{}
-	done := make(chan error, 1)
+	s.mu.Lock()
+	s.addr = ""
+	s.mu.Unlock()
+	r := &running{done: make(chan struct{})}
 	go func() {
-		done <- gnet.Run(s, "tcp://127.0.0.1:0", gnet.WithMulticore(true), gnet.WithNumEventLoop(2),
+		defer close(r.done)
+		r.err = gnet.Run(handler, "tcp://127.0.0.1:0", gnet.WithMulticore(true), gnet.WithNumEventLoop(2),
 			gnet.WithLogger(quiet{}))
 	}()
 	for wait := time.Now().Add(5 * time.Second); ; {
 		s.mu.Lock()
-		addr := s.addr
+		r.addr, r.eng = s.addr, s.eng
 		s.mu.Unlock()
-		if addr != "" {
+		if r.addr != "" {
 			break
 		}
 		select {
-		case err := <-done:
-			t.Fatalf("gnet.Run: %v", err)
+		case <-r.done:
+			t.Fatalf("gnet.Run: %v", r.err)
 		default:
 		}
 		if time.Now().After(wait) {
@@ -171,18 +223,8 @@ func startServer(t *testing.T, s *testServer) string {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s.mu.Lock()
-		eng := s.eng
-		s.mu.Unlock()
-		if err := eng.Stop(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			t.Logf("engine stop: %v", err)
-		}
-		<-done
-	})
-	return s.addr
+	t.Cleanup(func() { r.stop(t) })
+	return r
 }
 
 // loopOf returns the event loop of open conn n.
@@ -193,19 +235,52 @@ func (s *testServer) loopOf(n int) gnet.EventLoop {
 }
 
 // waitFor returns the next event of kind for conn (any conn if conn < 0),
-// skipping others, or fails the test after d.
+// or fails the test after d. The events of other kinds it meets are kept,
+// in order, for the later calls of waitFor, nextEvent and poll: a close that
+// comes while the test waits for an open is not lost.
 func (s *testServer) waitFor(t *testing.T, kind string, conn int, d time.Duration) event {
 	t.Helper()
+	match := func(e event) bool { return e.kind == kind && (conn < 0 || e.conn == conn) }
+	for i, e := range s.backlog {
+		if match(e) {
+			s.backlog = slices.Delete(s.backlog, i, i+1)
+			return e
+		}
+	}
 	timeout := time.After(d)
 	for {
 		select {
 		case e := <-s.events:
-			if e.kind == kind && (conn < 0 || e.conn == conn) {
+			if match(e) {
 				return e
 			}
+			s.backlog = append(s.backlog, e)
 		case <-timeout:
 			t.Fatalf("no %q event for conn %d within %v", kind, conn, d)
 		}
+	}
+}
+
+// nextEvent returns the oldest event not yet returned, waiting for one.
+func (s *testServer) nextEvent() event {
+	if e, ok := s.poll(); ok {
+		return e
+	}
+	return <-s.events
+}
+
+// poll is nextEvent without the wait: false if no event has come.
+func (s *testServer) poll() (event, bool) {
+	if len(s.backlog) > 0 {
+		e := s.backlog[0]
+		s.backlog = s.backlog[1:]
+		return e, true
+	}
+	select {
+	case e := <-s.events:
+		return e, true
+	default:
+		return event{}, false
 	}
 }
 

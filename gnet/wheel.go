@@ -2,8 +2,6 @@ package gnetwheel
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -38,153 +36,71 @@ func (w *Wheel) Hierarchy() *timingwheel.Hierarchy { return w.h }
 //
 // exec(run) never blocks: it queues run and, if no batch is pending on el,
 // queues one with el.Execute, so timers that fire together reach the loop
-// in one task. If el's engine has shut down, run is dropped. Exec
-// allocates only the first time it sees el.
+// in one task. If el's loop has exited, run is dropped; the core then
+// counts t as armed until t is stopped, as for any executor that drops a
+// run. [Wheel.InitOn] binds t so that such a run ends t's arming at once,
+// as Stop would: prefer it. Exec allocates only the first time it sees el.
 func (w *Wheel) Exec(el gnet.EventLoop) func(run func()) {
-	return w.loops.of(el, nil).execFn
+	return w.loops.of(el, w.h, nil).execFn
 }
 
-// loops is a registry of loopRuns, one per event loop, read without a lock.
-type loops struct {
-	mu   sync.Mutex                 // serializes additions
-	list atomic.Pointer[[]*loopRun] // copied on write
+// InitOn binds t, as [timingwheel.Timer.InitOn] does, to call f on el's
+// loop when it fires, and returns t, unarmed: Reset, ResetAt or
+// ResetEvery arm it, Stop disarms it. Unlike t.InitOn(w.Hierarchy(),
+// w.Exec(el), f), a run that el's loop cannot take (its engine has shut
+// down, or is shutting down) ends that arming as Stop would: the
+// hierarchy no longer counts t, and f does not run. As Timer.InitOn,
+// InitOn must not run concurrently with t's other methods, and panics if
+// f is nil or t is armed; it allocates a little, once.
+func (w *Wheel) InitOn(t *timingwheel.Timer, el gnet.EventLoop, f func()) *timingwheel.Timer {
+	p := &hop{l: w.loops.of(el, w.h, nil), t: t}
+	return t.InitOn(w.h, p.exec, f)
 }
-
-// of returns el's runner, creating it (for cfg) the first time.
-func (r *loops) of(el gnet.EventLoop, cfg *Idler) *loopRun {
-	if l, ok := el.(*EventLoop); ok {
-		el = l.EventLoop
-	}
-	if p := r.list.Load(); p != nil {
-		for _, l := range *p {
-			if l.el == el {
-				return l
-			}
-		}
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var old []*loopRun
-	if p := r.list.Load(); p != nil {
-		old = *p
-		for _, l := range old {
-			if l.el == el {
-				return l
-			}
-		}
-	}
-	l := &loopRun{el: el, cfg: cfg}
-	l.shared.lr = l
-	if cfg != nil {
-		l.epoch = cfg.w.h.Now()
-		l.buckets = map[int64]*bucket{}
-	}
-	l.execFn = l.exec
-	l.drainFn = runFunc(l.drain)
-	list := append(old[:len(old):len(old)], l)
-	r.list.Store(&list)
-	return l
-}
-
-// loopItem is a callback queued for an event loop. A pointer or a func
-// converts to it without allocating.
-type loopItem interface{ runOnLoop() }
-
-// loopRun queues callbacks for one event loop and runs them there in
-// batches: however many timers fire together, the loop is woken once.
-type loopRun struct {
-	el      gnet.EventLoop
-	cfg     *Idler       // the Idler whose conns use this runner; nil for a Wheel's
-	execFn  func(func()) // l.exec, made once so Exec does not allocate
-	drainFn gnet.Runnable
-
-	mu      sync.Mutex
-	pending []loopItem // queued, not yet run
-	spare   []loopItem // the last batch's slice, for reuse
-	queued  bool       // a drain is queued on el
-
-	// Loop-owned: the conn the loop is closing for the wheel, and why; so
-	// that Idle.Err, called from OnClose, can tell.
-	closing *Idle
-	reason  error
-
-	shared idleExt // the ext of this loop's conns that have no optional timers
-
-	// Loop-owned idle buckets (see Idle), by due slot, and the free ones.
-	epoch       time.Time
-	buckets     map[int64]*bucket
-	freeBuckets *bucket
-}
-
-// exec queues run for el's loop: the executor of Wheel.Exec.
-func (l *loopRun) exec(run func()) { l.push(runFunc(run)) }
-
-// push queues it for el's loop.
-func (l *loopRun) push(it loopItem) {
-	l.mu.Lock()
-	l.pending = append(l.pending, it)
-	first := !l.queued
-	l.queued = true
-	l.mu.Unlock()
-	if !first {
-		return // the drain already queued takes it
-	}
-	if err := l.el.Execute(context.Background(), l.drainFn); err != nil {
-		// The engine is shutting down and closes every conn itself:
-		// nothing queued here will run.
-		l.mu.Lock()
-		clear(l.pending)
-		l.pending = l.pending[:0]
-		l.queued = false
-		l.mu.Unlock()
-	}
-}
-
-// drain runs, on the loop, every callback queued so far.
-func (l *loopRun) drain() {
-	l.mu.Lock()
-	runs := l.pending
-	l.pending, l.spare = l.spare[:0], nil
-	l.queued = false
-	l.mu.Unlock()
-	for i, it := range runs {
-		runs[i] = nil // keep no reference to a conn once its callback ran
-		it.runOnLoop()
-	}
-	l.mu.Lock()
-	l.spare = runs[:0] // drains are serialized on the loop: spare is nil here
-	l.mu.Unlock()
-}
-
-// runFunc makes a func() a loopItem and a gnet.Runnable; the conversions
-// allocate nothing, as a func is a pointer.
-type runFunc func()
-
-func (r runFunc) runOnLoop()                { r() }
-func (r runFunc) Run(context.Context) error { r(); return nil }
 
 // AfterFunc returns a timer that calls f on el's loop once d has passed.
 // Stop and Reset it from anywhere; on el's loop they also cancel a callback
-// that is on its way there (guarantee 14).
+// that is on its way there (see "Callbacks on an executor" in the core's
+// docs/guarantees.md). If el's loop has exited when the timer fires, f
+// does not run and the arming ends, as after Stop (see [Wheel.InitOn]).
 func (w *Wheel) AfterFunc(el gnet.EventLoop, d time.Duration, f func()) *timingwheel.Timer {
-	t := new(timingwheel.Timer).InitOn(w.h, w.Exec(el), f)
+	t := w.newTimer(el, f)
 	t.Reset(d)
 	return t
 }
 
 // Every returns a timer that calls f on el's loop every period from now,
-// until Stop (guarantee 12: missed runs are skipped, never early).
+// until Stop: missed runs are skipped, and none is early (see "Periodic
+// timers" in the core's docs/guarantees.md). Once el's loop has exited,
+// the next run stops the timer instead of calling f.
 func (w *Wheel) Every(el gnet.EventLoop, period time.Duration, f func()) *timingwheel.Timer {
-	t := new(timingwheel.Timer).InitOn(w.h, w.Exec(el), f)
+	t := w.newTimer(el, f)
 	t.ResetEvery(period)
 	return t
+}
+
+// newTimer is w.InitOn(new(timingwheel.Timer), el, f), the timer and its
+// hop in one allocation.
+func (w *Wheel) newTimer(el gnet.EventLoop, f func()) *timingwheel.Timer {
+	p := new(struct {
+		t   timingwheel.Timer
+		hop hop
+	})
+	p.hop = hop{l: w.loops.of(el, w.h, nil), t: &p.t}
+	return p.t.InitOn(w.h, p.hop.exec, f)
 }
 
 // Schedule is the EventLoop.Schedule that gnet declares: runnable.Run(ctx)
 // runs on el's loop once delay has passed, never before (and within a tick
 // plus the hop onto the loop after). If ctx is done before then, runnable
-// does not run, and the timer is stopped at once. A nil runnable is
-// gnet's ErrNilRunnable.
+// does not run, and the timer is stopped at once: by Schedule itself if
+// ctx is done by the time Schedule has armed it, else as ctx is done (by
+// context.AfterFunc's goroutine, a moment after the cancel; the
+// registration is removed when the task runs or is dropped). If el's loop has exited when the delay has
+// passed, runnable does not run either, and nothing of it is kept. The
+// error runnable returns is handled as gnet handles a task's it runs with
+// Execute: gnet's ErrEngineShutdown shuts the engine down, any other is
+// ignored. A nil runnable is gnet's ErrNilRunnable; a nil ctx is
+// context.Background().
 func (w *Wheel) Schedule(el gnet.EventLoop, ctx context.Context, runnable gnet.Runnable, delay time.Duration) error {
 	if runnable == nil {
 		return gerrors.ErrNilRunnable
@@ -195,22 +111,48 @@ func (w *Wheel) Schedule(el gnet.EventLoop, ctx context.Context, runnable gnet.R
 	if ctx.Err() != nil {
 		return nil // done already: it would not run
 	}
-	t := new(timingwheel.Timer)
-	var unhook func() bool
-	t.InitOn(w.h, w.Exec(el), func() {
-		if unhook != nil {
-			unhook()
-		}
-		if ctx.Err() == nil {
-			_ = runnable.Run(ctx)
-		}
-	})
-	if ctx.Done() != nil {
-		unhook = context.AfterFunc(ctx, func() { t.Stop() })
+	s := &scheduled{ctx: ctx, r: runnable}
+	s.hop = hop{l: w.loops.of(el, w.h, nil), t: &s.t}
+	s.t.InitOn(w.h, s.hop.exec, s.fire)
+	if ctx.Done() == nil {
+		s.t.Reset(delay) // never done: nothing to watch
+		return nil
 	}
-	t.Reset(delay)
+	// Registered before the timer is armed, so that the callback, which
+	// removes the registration, finds it; and checked again once armed:
+	// a cancel that came after the check above may have had its Stop run
+	// before the Reset, which then armed the timer again.
+	s.unhook = context.AfterFunc(ctx, s.cancel)
+	s.hop.end = s.unhook
+	s.t.Reset(delay)
+	if ctx.Err() != nil {
+		s.cancel()
+		s.unhook()
+	}
 	return nil
 }
+
+// scheduled is one Schedule: its timer, the task and its context.
+type scheduled struct {
+	t      timingwheel.Timer
+	hop    hop // t's way onto the loop; it removes the registration if dropped
+	ctx    context.Context
+	r      gnet.Runnable
+	unhook func() bool // removes the context.AfterFunc registration; nil if none
+}
+
+// fire runs on the loop once the delay has passed.
+func (s *scheduled) fire() {
+	if s.unhook != nil {
+		s.unhook()
+	}
+	if s.ctx.Err() == nil {
+		s.hop.l.shutdownAsked(s.r.Run(s.ctx))
+	}
+}
+
+// cancel stops the timer: ctx is done.
+func (s *scheduled) cancel() { s.t.Stop() }
 
 // EventLoop is a gnet.EventLoop whose Schedule works: it is
 // [Wheel.Schedule] on the wrapped loop. Its other methods are the loop's.

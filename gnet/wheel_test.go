@@ -3,11 +3,17 @@ package gnetwheel
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
+	"github.com/benbjohnson/clock"
 	"github.com/panjf2000/gnet/v2"
 	gerrors "github.com/panjf2000/gnet/v2/pkg/errors"
+	"github.com/timingwheel/timingwheel"
 )
 
 // loopServer starts a server with one conn open and returns its event loop
@@ -124,7 +130,7 @@ func TestAfterFunc_StopOnTheLoopAfterFiringCancelsTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !<-stopped {
-		t.Fatal("Stop on the loop between firing and run = false, want true (guarantee 14)")
+		t.Fatal("Stop on the loop between firing and run = false, want true (a Stop before the run starts cancels it)")
 	}
 	time.Sleep(100 * time.Millisecond)
 	select {
@@ -166,4 +172,146 @@ func TestEvery_RunsOnTheLoopEachPeriod(t *testing.T) {
 		t.Errorf("after ResetEvery, ran on goroutine %d, not the loop's", r.gid)
 	}
 	task.Stop()
+}
+
+// doneOnRegister is a context.WithCancel that is cancelled by its first
+// Done call: the call Schedule makes just before it registers with the
+// context, after its first ctx.Err() check.
+type doneOnRegister struct {
+	context.Context
+	cancel context.CancelFunc
+	first  atomic.Bool
+}
+
+func (c *doneOnRegister) Done() <-chan struct{} {
+	if c.first.CompareAndSwap(false, true) {
+		c.cancel()
+	}
+	return c.Context.Done()
+}
+
+func TestSchedule_ContextDoneWhileArmingIsStoppedBeforeScheduleReturns(t *testing.T) {
+	h, err := timingwheel.New(timingwheel.WithClock(clock.NewMock()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := New(h)
+	loop := &fakeLoop{}
+	for i := range 100 {
+		inner, cancel := context.WithCancel(context.Background())
+		ctx := &doneOnRegister{Context: inner, cancel: cancel}
+		if err := w.Schedule(loop, ctx, gnet.RunnableFunc(func(context.Context) error { return nil }), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if n := h.Len(); n != 0 {
+			t.Fatalf("round %d: h.Len() = %d as Schedule returned with its ctx done, want 0: the timer is stopped at once", i, n)
+		}
+	}
+}
+
+// cancelOnRegister is a context.WithCancel whose first Done call lets a
+// canceller on another goroutine go: so the cancel lands while Schedule
+// registers with the context and arms the timer.
+type cancelOnRegister struct {
+	context.Context
+	first atomic.Bool
+	go_   chan struct{}
+}
+
+func (c *cancelOnRegister) Done() <-chan struct{} {
+	if c.first.CompareAndSwap(false, true) {
+		close(c.go_)
+	}
+	return c.Context.Done()
+}
+
+func TestSchedule_CancelRacingTheArmingLeavesNoTimer(t *testing.T) {
+	// The code before armed after registering with ctx, with ctx checked
+	// only before: a cancel between the check and the arming could have
+	// its Stop run before the Reset, and the timer stayed armed for the
+	// whole delay (1 round in a few hundred under -race).
+	watchdog(t, 30*time.Second)
+	h, err := timingwheel.New(timingwheel.WithClock(clock.NewMock()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := New(h)
+	loop := &fakeLoop{}
+	r := gnet.RunnableFunc(func(context.Context) error {
+		t.Error("a task ran although its context was cancelled before its delay")
+		return nil
+	})
+	for i := range 20000 {
+		inner, cancel := context.WithCancel(context.Background())
+		ctx := &cancelOnRegister{Context: inner, go_: make(chan struct{})}
+		cancelled := make(chan struct{})
+		spin := i % 64
+		go func() {
+			defer close(cancelled)
+			<-ctx.go_
+			for range spin { // land anywhere in the window
+			}
+			cancel()
+		}()
+		if err := w.Schedule(loop, ctx, r, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		<-cancelled
+		// The cancel has returned: the timer is stopped by Schedule, or a
+		// moment later by context.AfterFunc's goroutine.
+		for end := time.Now().Add(time.Second); h.Len() != 0; runtime.Gosched() {
+			if time.Now().After(end) {
+				t.Fatalf("round %d: the timer is still armed 1s after its context was cancelled (h.Len() = %d)", i, h.Len())
+			}
+		}
+	}
+}
+
+func TestSchedule_DoneContextRegistrationIsRemovedWhenItRuns(t *testing.T) {
+	mock, h, idler, loop := mockLoop(t, time.Hour)
+	w := idler.w
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var ws []weak.Pointer[payload]
+	for range 10 {
+		p := &payload{}
+		ws = append(ws, weak.Make(p))
+		w.Schedule(loop, ctx, gnet.RunnableFunc(func(context.Context) error { p.n++; return nil }), time.Millisecond)
+	}
+	step(mock, h, loop, time.Millisecond)
+	if n := h.Len(); n != 0 {
+		t.Errorf("h.Len() = %d after the tasks ran, want 0", n)
+	}
+	if !collected(ws) {
+		t.Error("a task that ran is still referenced, by its context's registration")
+	}
+}
+
+func TestWheel_ANilEventLoopPanicsWithAClearMessage(t *testing.T) {
+	h, err := timingwheel.New(timingwheel.WithClock(clock.NewMock()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := New(h)
+	for name, call := range map[string]func(){
+		"AfterFunc": func() { w.AfterFunc(nil, time.Second, func() {}) },
+		"Every":     func() { w.Every(nil, time.Second, func() {}) },
+		"Schedule": func() {
+			w.Schedule(nil, context.Background(), gnet.RunnableFunc(func(context.Context) error { return nil }), time.Second)
+		},
+		"InitOn": func() { w.InitOn(new(timingwheel.Timer), nil, func() {}) },
+		"Exec":   func() { w.Exec(nil) },
+	} {
+		func() {
+			defer func() {
+				if s, _ := recover().(string); !strings.Contains(s, "gnetwheel") || !strings.Contains(s, "nil gnet.EventLoop") {
+					t.Errorf("%s with a nil loop: panic %q, want gnetwheel's about a nil gnet.EventLoop", name, s)
+				}
+			}()
+			call()
+		}()
+	}
+	if n := h.Len(); n != 0 {
+		t.Errorf("h.Len() = %d, want 0", n)
+	}
 }

@@ -597,10 +597,16 @@ func idleBytes(w *gnetwheel.Wheel) float64 {
 	return float64(int64(after)-int64(before)) / n
 }
 
-// nopConn is a gnet.Conn where only the Idle's cost matters.
+// nopConn is a gnet.Conn where only the Idle's cost matters, on nopLoop.
 type nopConn struct{ gnet.Conn }
 
-func (*nopConn) EventLoop() gnet.EventLoop { return nil }
+func (*nopConn) EventLoop() gnet.EventLoop { return nopLoop{} }
+
+// nopLoop is the event loop of every nopConn: nothing reaches it within
+// the measurement (the idle timeout is an hour).
+type nopLoop struct{ gnet.EventLoop }
+
+func (nopLoop) Execute(context.Context, gnet.Runnable) error { return nil }
 
 func quantile(ds []time.Duration, q float64) time.Duration {
 	if len(ds) == 0 {
