@@ -135,7 +135,6 @@ const (
 type deadlineCtx struct {
 	t      Timer // armed with the deadline, if it is the context's own
 	parent context.Context
-	fn     func()
 	mu     sync.Mutex
 	state  uint32        // set by the composite literal, then through sync/atomic's functions
 	widx   uint32        // c's index in its parentWatch's kids, guarded by the watch's shard's lock
@@ -143,7 +142,7 @@ type deadlineCtx struct {
 	kids   *afterNode    // funcs to call when done: kids of this type, and AfterFunc's
 	// up is c's registration with its parent, made by watchLocked: an
 	// *upNode, c's entry in the kids of a deadlineCtx; the *parentWatch c
-	// is a kid of; or the stop func of context.AfterFunc(parent, c.fn).
+	// is a kid of; or the stop func of context.AfterFunc(parent, c.fn()).
 	up any
 }
 
@@ -272,13 +271,13 @@ func (h *Hierarchy) withDeadline(method string, parent context.Context, at time.
 			c, ctx = &x.deadlineCtx, x
 		}
 	}
-	c.fn = c.stop
+	stop := c.stop // the context's one func value: its timer keeps it (see fn)
 	if st&ctxArmed != 0 {
-		h.armNew(&c.t, c.fn, w) // one hold of a shard's lock
+		h.armNew(&c.t, stop, w) // one hold of a shard's lock
 	} else {
-		c.t.Init(h, c.fn) // String reads h from it, also when unarmed
+		c.t.Init(h, stop) // String reads h from it, also when unarmed
 	}
-	return ctx, c.fn
+	return ctx, stop
 }
 
 // canEnd reports whether parent can be done (one of ours: without making
@@ -286,6 +285,11 @@ func (h *Hierarchy) withDeadline(method string, parent context.Context, at time.
 func canEnd(parent context.Context) bool {
 	return ownCtx(parent) != nil || parent.Done() != nil
 }
+
+// fn returns c.stop as the func value made once by withDeadline: the
+// callback of c's timer, which keeps it, so that the context does not
+// keep it a second time.
+func (c *deadlineCtx) fn() func() { return c.t.callback() }
 
 // load returns c's state.
 func (c *deadlineCtx) load() uint32 { return atomic.LoadUint32(&c.state) }
@@ -321,11 +325,11 @@ func (c *deadlineCtx) watchLocked() bool {
 		// parent wraps a deadlineCtx without changing when it is done.
 		return c.linkUpLocked(p)
 	}
-	// context.AfterFunc registers c.fn among the children of a parent of
+	// context.AfterFunc registers c.fn() among the children of a parent of
 	// package context, or with the parent's AfterFunc method; otherwise it
 	// starts a goroutine that waits, as context.WithDeadline would. It
-	// never calls c.fn before it returns, so c.mu may be held.
-	c.up = context.AfterFunc(parent, c.fn)
+	// never calls c.fn() before it returns, so c.mu may be held.
+	c.up = context.AfterFunc(parent, c.fn())
 	return true
 }
 
@@ -369,14 +373,14 @@ func (c *deadlineCtx) linkUpLocked(p *deadlineCtx) bool {
 		p.mu.Unlock() // p ended by its state alone meanwhile (see stop)
 		return false
 	}
-	n := &upNode{afterNode: afterNode{f: c.fn}, p: p}
+	n := &upNode{afterNode: afterNode{f: c.fn()}, p: p}
 	pushNode(&p.kids, &n.afterNode)
 	p.mu.Unlock()
 	c.up = n
 	return true
 }
 
-// stop is c.fn: the callback of c's timer, the CancelFunc, and what c's
+// stop is c.fn(): the callback of c's timer, the CancelFunc, and what c's
 // parent calls once it is done. A parent that is done comes first (package
 // context propagates a parent's end before its children's own cancel);
 // otherwise, if the timer's callback is running (the shard's current

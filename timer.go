@@ -360,3 +360,6 @@ func (t *Timer) stopFiring() (stopped, firing bool) {
 	}
 	return stopped, firing
 }
+
+// callback returns t's callback, as Init or armNew bound it.
+func (t *Timer) callback() func() { return t.f }
