@@ -16,8 +16,10 @@ package timingwheel
 // once. For a periodic timer ([Timer.ResetEvery]) each run is handed over
 // the same way, the next one armed before it.
 //
-// InitOn allocates run and the function that hands it to exec once; the
-// arming, firing and stopping of t allocate nothing. Like Init, InitOn must
+// InitOn allocates run, the function that hands it to exec and t's two
+// bindings (see binding.go) once; the arming, firing and stopping of t
+// allocate nothing. A run handed over before t was bound again (by Init or
+// InitOn) does not call f, nor the f bound since. Like Init, InitOn must
 // not run concurrently with t's other methods, and panics if h, exec or f
 // is nil, or if t is armed.
 func (t *Timer) InitOn(h *Hierarchy, exec func(run func()), f func()) *Timer {
@@ -27,13 +29,19 @@ func (t *Timer) InitOn(h *Hierarchy, exec func(run func()), f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: Timer.InitOn called with a nil func")
 	}
+	// t's own bindings, this InitOn's: a run handed over by an earlier
+	// binding of t finds them and does not take this one's firing.
+	pair := new([2]binding)
 	run := func() {
-		if t.runOn() {
+		if t.runOn(pair) {
 			f()
 		}
 	}
 	t.Init(h, func() { exec(run) })
-	t.b.Store(&t.b.Load().s.onExec[0])
+	s := t.b.Load().s
+	pair[0] = binding{s: s, exec: true, flip: &pair[1]}
+	pair[1] = binding{s: s, exec: true, pending: true, flip: &pair[0]}
+	t.b.Store(&pair[0])
 	return t
 }
 
@@ -66,13 +74,14 @@ func (t *Timer) cancelRunLocked(s *shard) {
 	}
 }
 
-// runOn takes the run an executor timer handed over, reporting whether its
-// f is to be called: false if the timer was stopped or re-armed since it
-// fired, or the run was taken already.
-func (t *Timer) runOn() bool {
+// runOn takes the run an executor timer bound to pair handed over,
+// reporting whether its f is to be called: false if the timer was stopped
+// or re-armed since it fired, the run was taken already, or t was bound
+// again since (its pending run is another binding's).
+func (t *Timer) runOn(pair *[2]binding) bool {
 	s, _ := t.lockShard()
 	b := t.b.Load()
-	if !b.pending {
+	if b != &pair[1] {
 		s.mu.Unlock()
 		return false
 	}

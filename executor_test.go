@@ -284,3 +284,35 @@ func TestExecutor_LoopOwnsItsTimers(t *testing.T) {
 	assert.Greater(t, fired, 0, "no timer fired at all")
 	assert.Equal(t, 0, h.Len())
 }
+
+// TestExecutor_StaleRunOfAnEarlierBindingCallsNothing: a run handed over,
+// then cancelled by Stop and left queued on the executor, is called after
+// the timer was bound again with InitOn and has fired for its new binding:
+// it calls neither callback, and the new binding's own run still calls the
+// new one (it took the new firing, and the new run found nothing, before).
+func TestExecutor_StaleRunOfAnEarlierBindingCallsNothing(t *testing.T) {
+	h, clk := newFake(t)
+	var queue []func()
+	exec := func(run func()) { queue = append(queue, run) }
+	var tm Timer
+	var old, cur int
+	tm.InitOn(h, exec, func() { old++ })
+	tm.Reset(time.Millisecond)
+	clk.Add(time.Millisecond)
+	h.Advance()
+	require.Len(t, queue, 1)
+	require.True(t, tm.Stop(), "the pending run is cancelled")
+	tm.InitOn(h, exec, func() { cur++ })
+	tm.Reset(time.Millisecond)
+	clk.Add(time.Millisecond)
+	h.Advance()
+	require.Len(t, queue, 2)
+	queue[0]() // the earlier binding's run, late
+	assert.Equal(t, 0, old, "the cancelled run called its callback")
+	assert.Equal(t, 0, cur, "the earlier binding's run called the new callback")
+	assert.Equal(t, 1, h.Len(), "the new firing's run is still pending")
+	queue[1]()
+	assert.Equal(t, 1, cur, "the new binding's run did not call its callback")
+	assert.Equal(t, 0, h.Len())
+	mustCheck(t, h)
+}

@@ -156,7 +156,7 @@ func (h *Hierarchy) arm(t *Timer, w, per int64) *Timer {
 	if !s.mu.TryLock() {
 		s = h.lockAnyShard(s)
 	}
-	t.b.Store(s.bindingLocked(per, false))
+	t.b.Store(s.bindingLocked(per))
 	t.when = w
 	d := h.dueTick(w)
 	s.count++

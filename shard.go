@@ -20,11 +20,10 @@ type shard struct {
 	idx int // in h.shards
 	mu  sync.Mutex
 
-	// The bindings of the shard's timers (see binding): oneShot and onExec
-	// are fixed; periodic holds one per period, made as needed.
+	// The bindings of the shard's timers (see binding): oneShot for the
+	// one-shot ones, and periodic one per period, made as needed.
 	oneShot  binding
-	onExec   [2]binding
-	periodic map[bindingKey]*binding
+	periodic map[int64]*binding
 
 	// waiting counts goroutines blocked on mu in lock. A cascade or a scan
 	// that holds mu for long checks it between batches and lets them in.
@@ -78,7 +77,7 @@ const nextBudget = 256
 
 func newShard(h *Hierarchy, idx int, slots []int) *shard {
 	s := &shard{h: h, idx: idx}
-	s.initBindings()
+	s.oneShot = binding{s: s}
 	for _, l := range []*Timer{&s.overdue, &s.late, &s.firing, &s.pending, &s.limbo} {
 		l.initList()
 	}

@@ -252,9 +252,9 @@ func (t *Timer) resetTo(a arming) bool {
 			s.mu.Unlock()
 			return false
 		}
-		if a.move && (contended || s.h.hooks != nil && s.h.hooks.moveAlways) {
+		if a.move && !t.b.Load().exec && (contended || s.h.hooks != nil && s.h.hooks.moveAlways) {
 			if n := s.h.pickShard(); n != s && n.mu.TryLock() {
-				t.b.Store(n.bindingLocked(a.period, t.b.Load().exec))
+				t.b.Store(n.bindingLocked(a.period))
 				s.mu.Unlock()
 				s = n
 			}
@@ -337,11 +337,15 @@ func (t *Timer) deadlineNs() int64 {
 }
 
 // rebindLocked binds t to shard s (locked) with period per (0: one-shot).
-// An executor timer stays one; its run must not be pending (see
-// cancelRunLocked).
+// An executor timer stays one, on its shard; its run must not be pending
+// (see cancelRunLocked).
 func (t *Timer) rebindLocked(s *shard, per int64) {
-	if b := t.b.Load(); b.s != s || b.period != per || b.pending {
-		t.b.Store(s.bindingLocked(per, b.exec))
+	b := t.b.Load()
+	switch {
+	case b.exec: // its own pair, on its own shard: the period changes in place
+		b.period, b.flip.period = per, per
+	case b.s != s || b.period != per:
+		t.b.Store(s.bindingLocked(per))
 	}
 }
 
