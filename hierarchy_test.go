@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// One test per guarantee of API.md, named after it, then the slot and level
+// One test per guarantee of docs/guarantees.md, numbered in its order, then the slot and level
 // arithmetic at every boundary, tiny layouts, concurrency and the driver.
 
 // fakeClock is a manual clock safe for concurrent use. Unlike clock.Mock,

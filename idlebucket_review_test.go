@@ -21,7 +21,7 @@ import (
 
 // Review tests of the bucketed idle events (b48315e, 64577f9): black-box,
 // on net.Pipe or real TCP, the hierarchy driven by hand on a clock.Mock.
-// Each names the guarantee of API.md it checks.
+// Each names the section of docs/guarantees.md it checks.
 
 // pipe returns both ends of a net.Pipe, closed when the test ends.
 func pipe(t *testing.T) (local, peer net.Conn) {

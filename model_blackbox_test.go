@@ -1,7 +1,7 @@
 package timingwheel_test
 
 // A second model of the wheel, independent of simulation_test.go: written
-// against API.md alone, through the public API, by an outside-style review
+// against docs/guarantees.md alone, through the public API, by an outside-style review
 // of this project (the rest of that review's tests live on as regression
 // tests elsewhere). It checks every Advance against a naive reference of
 // guarantees 1, 3 and 4 (exactly the timers with due(D) <= T, in order,
@@ -143,7 +143,7 @@ func rvCeilDiv(ns, tick int64) int64 {
 	return q
 }
 
-// rvDue returns due(D) of API.md: D rounded up to a tick after origin.
+// rvDue returns due(D) of docs/guarantees.md: D rounded up to a tick after origin.
 func rvDue(origin time.Time, tick int64) func(time.Time) int64 {
 	return func(dl time.Time) int64 { return rvCeilDiv(int64(dl.Sub(origin)), tick) }
 }

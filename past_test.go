@@ -8,7 +8,7 @@ import (
 )
 
 // A deadline already past fires at an Advance, never inside the call that
-// armed it (API.md 1), and like every deadline it is due at due(D), D
+// armed it (docs/guarantees.md, "Never early, at most one tick late"), and like every deadline it is due at due(D), D
 // rounded up to the next tick: Advance at clock time T runs exactly the
 // timers with due(D) <= T. So with the clock between two ticks, a deadline
 // that passed within the tick the clock is in is due at the next tick

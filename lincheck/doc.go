@@ -1,6 +1,6 @@
 // Package lincheck checks that concurrent histories of one timingwheel
 // Timer, and of one key of a Timeouts set, are linearizable with respect to
-// the sequential contract of API.md.
+// the sequential contract of docs/guarantees.md.
 //
 // It is a module of its own so that the library's go.mod keeps only its two
 // dependencies: the checker needs porcupine, and nothing here is imported by

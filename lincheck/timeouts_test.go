@@ -11,7 +11,7 @@ import (
 // TestTimeouts_Linearizable: concurrent Add, Remove and Deadline of the same
 // keys of one Timeouts set, with the expired callbacks (which sometimes
 // re-add their key) and the Advances, form linearizable histories of the
-// sequential set of API.md: a key is in the set from Add until it expires
+// sequential set of docs/guarantees.md ("Timers held by value", "Exactly once"): a key is in the set from Add until it expires
 // (its deadline due, never early) or is removed.
 func TestTimeouts_Linearizable(t *testing.T) { runMatrix(t, func() subject { return &keyed{} }) }
 

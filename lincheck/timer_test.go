@@ -11,7 +11,8 @@ import (
 // TestTimer_Linearizable: concurrent Reset, ResetAt, Stop and Deadline on
 // the same timers, with their callbacks (which sometimes re-arm their own
 // timer) and the Advances, form linearizable histories of the sequential
-// Timer of API.md (guarantees 1, 4 and 10).
+// Timer of docs/guarantees.md ("Never early, at most one tick late",
+// "Exactly once", "Timers held by value").
 func TestTimer_Linearizable(t *testing.T) { runMatrix(t, func() subject { return &timers{} }) }
 
 // timers is a subject of timers held by value and bound with Init.
