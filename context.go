@@ -117,14 +117,6 @@ const (
 	ctxArmed   = 8  // the timer was armed with the deadline (set when made, as are the next two)
 	ctxWatched = 16 // the parent can be done (see watchLocked)
 	ctxOwn     = 32 // the deadline is the context's own, not the parent's earlier one
-	ctxKids    = 64 // funcs may be on kids (set before the first is added, never cleared)
-
-	// ctxTell is the flags of a context whose end has something to tell:
-	// a Done channel to close, a parent to leave, kids to call. One with
-	// none of them ends by a compare-and-swap of its state alone, without
-	// mu (see stop); every flag is added by atomic.OrUint32, under mu, so
-	// that it never undoes such an end.
-	ctxTell = ctxDone | ctxWatched | ctxKids
 )
 
 // A deadlineCtx is the context of WithDeadline and WithTimeout: one
@@ -369,10 +361,6 @@ func (c *deadlineCtx) linkUpLocked(p *deadlineCtx) bool {
 		p.mu.Unlock()
 		return false
 	}
-	if atomic.OrUint32(&p.state, ctxKids)&ctxPhase != ctxLive {
-		p.mu.Unlock() // p ended by its state alone meanwhile (see stop)
-		return false
-	}
 	n := &upNode{afterNode: afterNode{f: c.fn()}, p: p}
 	pushNode(&p.kids, &n.afterNode)
 	p.mu.Unlock()
@@ -383,35 +371,12 @@ func (c *deadlineCtx) linkUpLocked(p *deadlineCtx) bool {
 // stop is c.fn(): the callback of c's timer, the CancelFunc, and what c's
 // parent calls once it is done. A parent that is done comes first (package
 // context propagates a parent's end before its children's own cancel);
-// otherwise, if the timer's callback is running (the shard's current
-// timer is c's), the deadline passed; otherwise the call is cancel's, also
-// when another end stopped the timer first. A context with nothing to tell
-// (see ctxTell) ends by a compare-and-swap of its state, without mu.
+// otherwise, if c's armed timer cannot be stopped, its callback has
+// started: the deadline passed (every end stops the timer with c.mu held
+// and ends c before letting it go); otherwise the call is cancel's.
 func (c *deadlineCtx) stop() {
 	st := c.load()
 	if st&ctxPhase != ctxLive {
-		return
-	}
-	if st&ctxTell == 0 {
-		// Nothing to tell: the end is the state's alone. The deadline
-		// passed if the timer's callback (this func) is running; a Stop
-		// that fails otherwise lost to another end, which says Canceled too.
-		end := uint32(ctxCanceled)
-		if st&ctxArmed != 0 {
-			if _, firing := c.t.stopFiring(); firing {
-				end = ctxExpired
-			}
-		}
-		if atomic.CompareAndSwapUint32(&c.state, st, st|end) {
-			return
-		}
-		// Done or a kid came meanwhile: end under mu, the timer stopped.
-		c.mu.Lock()
-		if c.phase() != ctxLive {
-			c.mu.Unlock()
-			return
-		}
-		c.endLocked(end, false)
 		return
 	}
 	// Ask the parent before taking c.mu: a parent of this package that
@@ -426,20 +391,17 @@ func (c *deadlineCtx) stop() {
 		c.mu.Unlock()
 		return
 	}
-	c.endLocked(end, true)
+	c.endLocked(end)
 }
 
 // endLocked ends c, which is live, by end (ctxExpired if its timer turns
-// out to have fired): it stops the timer unless told it is stopped,
-// records the end, closes Done and lets c.mu go; then it undoes c's
-// registration with its parent and calls the funcs of c's kids on this
-// goroutine. c.mu is held.
-func (c *deadlineCtx) endLocked(end uint32, stopTimer bool) {
+// out to have fired): it stops the timer, records the end, closes Done and
+// lets c.mu go; then it undoes c's registration with its parent and calls
+// the funcs of c's kids on this goroutine. c.mu is held.
+func (c *deadlineCtx) endLocked(end uint32) {
 	st := c.load()
-	if stopTimer && st&ctxArmed != 0 {
-		if _, firing := c.t.stopFiring(); firing && end == ctxCanceled {
-			end = ctxExpired
-		}
+	if st&ctxArmed != 0 && !c.t.Stop() && end == ctxCanceled {
+		end = ctxExpired
 	}
 	atomic.StoreUint32(&c.state, st|end)
 	// The state first: Done closes once Err reports the end, never
@@ -549,9 +511,7 @@ func (c *deadlineCtx) Done() <-chan struct{} {
 		} else {
 			c.done = closedchan
 		}
-		if old := atomic.OrUint32(&c.state, ctxDone); old&ctxPhase != ctxLive && c.done != closedchan {
-			close(c.done) // c ended by its state alone meanwhile (see stop)
-		}
+		atomic.OrUint32(&c.state, ctxDone)
 	}
 	c.mu.Unlock()
 	return c.done
@@ -562,7 +522,7 @@ func (c *deadlineCtx) Done() <-chan struct{} {
 // false with c.mu let go. c.mu is held.
 func (c *deadlineCtx) registerLocked() bool {
 	if c.phase() == ctxLive && !c.watchLocked() {
-		c.endLocked(ctxParent, true)
+		c.endLocked(ctxParent)
 		return false
 	}
 	return true
@@ -638,7 +598,7 @@ func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
 	if !c.registerLocked() {
 		c.mu.Lock()
 	}
-	if c.phase() != ctxLive || atomic.OrUint32(&c.state, ctxKids)&ctxPhase != ctxLive {
+	if c.phase() != ctxLive {
 		c.mu.Unlock()
 		go f()
 		return func() bool { return false }

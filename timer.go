@@ -349,21 +349,5 @@ func (t *Timer) rebindLocked(s *shard, per int64) {
 	}
 }
 
-// stopFiring is Stop that also reports whether t's callback is running
-// now, on the goroutine advancing its shard: t fired, and the caller is
-// that callback or races it. The request-deadline layer tells so a
-// deadline that passed from a Stop that lost to another end.
-func (t *Timer) stopFiring() (stopped, firing bool) {
-	s, _ := t.lockShard()
-	stopped = t.stopLocked(s)
-	firing = !stopped && s.current == t
-	emptied := stopped && s.count == 0
-	s.mu.Unlock()
-	if emptied {
-		s.h.idle()
-	}
-	return stopped, firing
-}
-
 // callback returns t's callback, as Init or armNew bound it.
 func (t *Timer) callback() func() { return t.f }
