@@ -359,8 +359,9 @@ func (sh *timeoutShard[K]) alloc() uint32 {
 // entryOf returns the entry whose timer t is. It is package unsafe's
 // pattern of pointer arithmetic within one allocated object: t is a field
 // of an entry in a page, and the offset subtracted leads to that entry's
-// start. It saves a callback per key: a closure that holds its entry, 16
-// bytes and an allocation per key added (69 B per int key instead of 85).
+// start. It saves a callback per key, a closure that holds its entry and
+// set: measured with BenchmarkHeapPerKey (10^6 int keys), 69.5 B per key
+// instead of 117.5 B, and one allocation per key added instead of two.
 func entryOf[K comparable](t *Timer) *entry[K] {
 	var e entry[K]
 	return (*entry[K])(unsafe.Pointer(uintptr(unsafe.Pointer(t)) - unsafe.Offsetof(e.t)))
