@@ -3,29 +3,23 @@ package gnetwheel
 import (
 	"fmt"
 	"net"
-	"os"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/timingwheel/timingwheel"
 )
 
-// Why the wheel closed a conn, as [Idle.Err] reports in OnClose: an idle
-// close, or a [MaxLifetime] one. Both are net.Errors whose Timeout() is
-// true, and errors.Is(err, os.ErrDeadlineExceeded) holds: the error a
-// net.Conn's reader sees when a deadline passes (see "Idle connections" in
-// the core's docs/guarantees.md). Nothing else in this package makes
-// them, so that they can become the core's own sentinels in this one line.
-var ErrIdle, ErrLifetime error = &timeoutError{"gnetwheel: connection idle"}, &timeoutError{"gnetwheel: connection lifetime exceeded"}
+// ErrIdle is what [Idle.Err] reports in OnClose when the wheel closed the
+// conn for being idle. It is the core's [timingwheel.ErrIdle], the very
+// same value, so one test serves a server of either kind:
+// errors.Is(err, timingwheel.ErrIdle) holds, and so does
+// errors.Is(err, os.ErrDeadlineExceeded) (it is a net.Error whose Timeout()
+// is true: the error a net.Conn's reader sees when a deadline passes).
+var ErrIdle = timingwheel.ErrIdle
 
-type timeoutError struct{ msg string }
-
-func (e *timeoutError) Error() string   { return e.msg }
-func (e *timeoutError) Timeout() bool   { return true }
-func (e *timeoutError) Temporary() bool { return true }
-func (e *timeoutError) Unwrap() error   { return os.ErrDeadlineExceeded }
-
-var _ net.Error = (*timeoutError)(nil)
+// ErrLifetime is as [ErrIdle], for a conn closed at the end of its
+// [MaxLifetime]: the core's [timingwheel.ErrLifetime].
+var ErrLifetime = timingwheel.ErrLifetime
 
 // IdleOption adds an idle event to an [Idler]: [OnReadIdle],
 // [OnWriteIdle], [MaxLifetime].
