@@ -3,29 +3,23 @@ package gnetwheel
 import (
 	"fmt"
 	"net"
-	"os"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/timingwheel/timingwheel"
 )
 
-// Why the wheel closed a conn, as [Idle.Err] reports in OnClose: an idle
-// close, or a [MaxLifetime] one. Both are net.Errors whose Timeout() is
-// true, and errors.Is(err, os.ErrDeadlineExceeded) holds: the error a
-// net.Conn's reader sees when a deadline passes (see "Idle connections" in
-// the core's docs/guarantees.md). Nothing else in this package makes
-// them, so that they can become the core's own sentinels in this one line.
-var ErrIdle, ErrLifetime error = &timeoutError{"gnetwheel: connection idle"}, &timeoutError{"gnetwheel: connection lifetime exceeded"}
+// ErrIdle is what [Idle.Err] reports in OnClose when the wheel closed the
+// conn for being idle. It is the core's [timingwheel.ErrIdle], the very
+// same value, so one test serves a server of either kind:
+// errors.Is(err, timingwheel.ErrIdle) holds, and so does
+// errors.Is(err, os.ErrDeadlineExceeded) (it is a net.Error whose Timeout()
+// is true: the error a net.Conn's reader sees when a deadline passes).
+var ErrIdle = timingwheel.ErrIdle
 
-type timeoutError struct{ msg string }
-
-func (e *timeoutError) Error() string   { return e.msg }
-func (e *timeoutError) Timeout() bool   { return true }
-func (e *timeoutError) Temporary() bool { return true }
-func (e *timeoutError) Unwrap() error   { return os.ErrDeadlineExceeded }
-
-var _ net.Error = (*timeoutError)(nil)
+// ErrLifetime is as [ErrIdle], for a conn closed at the end of its
+// [MaxLifetime]: the core's [timingwheel.ErrLifetime].
+var ErrLifetime = timingwheel.ErrLifetime
 
 // IdleOption adds an idle event to an [Idler]: [OnReadIdle],
 // [OnWriteIdle], [MaxLifetime].
@@ -112,9 +106,15 @@ func (w *Wheel) Idler(idle time.Duration, opts ...IdleOption) *Idler {
 // early, and traffic that arrives after its bucket fired but before the
 // scan keeps it open. Close unlinks the Idle from its bucket.
 //
-// An Idle is 48 bytes and has no timer of its own (unless write idle or a
-// lifetime is configured); Traffic allocates nothing. An Idle must not be
-// copied once initialized.
+// [Idle.Pause] and [Idle.Resume] tell a conn serving a request (a slow
+// reply, a long stream to a silent peer) from one idle between requests,
+// as the core's IdleControl does; [Idle.SetIdle] changes the conn's idle
+// (a longer one once the client has authenticated). A paused conn is in no
+// bucket: nothing fires for it but its lifetime.
+//
+// An Idle is 56 bytes and has no timer of its own (unless write idle or a
+// lifetime is configured); Traffic, Pause, Resume and SetIdle allocate
+// nothing. An Idle must not be copied once initialized.
 //
 // An Idle may be initialized again once Close has returned, for another
 // conn (as a pooled session's is), on any loop: nothing queued for its
@@ -122,8 +122,11 @@ func (w *Wheel) Idler(idle time.Duration, opts ...IdleOption) *Idler {
 // to the loop) touches the new one. Init panics on an Idle that is in use
 // (initialized and not closed).
 type Idle struct {
-	last       int64 // last activity, ns since the loop's epoch
-	next, prev *Idle // in the bucket's list; nil if in none
+	last int64 // last activity (or Resume, SetIdle), ns since the loop's epoch
+	idle int64 // ns: the Idler's, until SetIdle
+	// In the bucket's list; nil if in none. An open Idle is in a bucket
+	// but while it is paused (see paused) and while the wheel closes it.
+	next, prev *Idle
 	c          gnet.Conn
 	// ext holds the conn's loop runner and its optional timers. A conn
 	// without write idle or lifetime shares its loop's ext.
@@ -239,20 +242,19 @@ func (b *bucket) scan() {
 	delete(l.buckets, b.key) // nothing more is filed here
 	b.scanning = true
 	cfg := l.cfg
-	idle := int64(cfg.idle)
 	now := l.now()
 	for !b.empty() {
 		x := b.head.next
 		n := x.next
 		n.prev, b.head.next = &b.head, n
 		x.next, x.prev = nil, nil
-		if due := x.last + idle; now < due {
+		if due := x.last + x.idle; now < due {
 			l.file(x, due, now) // lazy: traffic came since it was filed, or a far bucket
 			continue
 		}
 		if cfg.onReadIdle != nil {
 			x.last = now
-			l.file(x, now+idle, now) // before f, which may Close
+			l.file(x, now+x.idle, now) // before f, which may Close or Pause
 			cfg.onReadIdle(x.c)
 			continue
 		}
@@ -292,8 +294,8 @@ func (x *Idle) Init(i *Idler, c gnet.Conn) *Idle {
 			m.life.Reset(i.lifetime)
 		}
 	}
-	x.last = lr.now()
-	lr.file(x, x.last+int64(i.idle), x.last)
+	x.last, x.idle = lr.now(), int64(i.idle)
+	lr.file(x, x.last+x.idle, x.last)
 	return x
 }
 
@@ -310,9 +312,9 @@ func (x *Idle) Traffic() {
 
 // Wrote pushes the write-idle timer back, after a write made other than
 // through [Idle.Write] (Writev, AsyncWrite's callback). Without
-// [OnWriteIdle] it does nothing.
+// [OnWriteIdle], or while the conn is paused, it does nothing.
 func (x *Idle) Wrote() {
-	if m := x.ext; x.c != nil && m.x != nil && m.lr.cfg.writeIdle > 0 {
+	if m := x.ext; x.c != nil && m.x != nil && m.lr.cfg.writeIdle > 0 && !x.paused() {
 		m.write.Reset(m.lr.cfg.writeIdle)
 	}
 }
@@ -363,14 +365,90 @@ func (x *Idle) Err() error {
 	return nil
 }
 
-// Deadline returns when the idle timeout is (or was) due, on the
-// hierarchy's clock: an idle after the last traffic.
+// Deadline returns when the idle timeout (or, with [OnReadIdle], the next
+// read-idle event) is or was due, on the hierarchy's clock: an idle after
+// the last traffic, Resume or SetIdle. While the conn is paused it returns
+// the zero Time: no idle close is due.
 func (x *Idle) Deadline() time.Time {
-	if x.ext == nil {
+	if x.ext == nil || x.paused() {
 		return time.Time{}
 	}
+	return x.ext.lr.epoch.Add(time.Duration(x.last + x.idle))
+}
+
+// paused reports whether x is paused: open and in no bucket. Outside
+// Pause, an open Idle leaves its bucket only while the loop looks at it
+// (a scan, which files it again before it runs OnReadIdle's f) or closes
+// it for the wheel (closeFor, which OnClose runs inside).
+func (x *Idle) paused() bool {
+	return x.c != nil && x.next == nil && x.ext.lr.closing != x
+}
+
+// Pause suspends the conn's idle close and its read- and write-idle
+// events until [Idle.Resume]: a paused conn is never closed for being
+// idle, whatever its silence (a request being served: a handler slower
+// than idle, a long response to a peer that sends nothing). Its
+// [MaxLifetime] still applies. Traffic and writes while it is paused
+// count for nothing; Resume starts afresh. Pause takes the conn out of its
+// bucket (and stops its write-idle timer): no lock, no allocation. Pause
+// of a paused or closed conn, or from OnClose when the wheel closes it for
+// idleness, does nothing. Call it on the conn's loop, as every method of
+// Idle.
+func (x *Idle) Pause() {
+	if x.c == nil || x.next == nil {
+		return // closed, paused already, or the wheel is closing it
+	}
+	x.unlink()
+	if m := x.ext; m.x != nil && m.lr.cfg.writeIdle > 0 {
+		m.write.Stop() // and a firing on its way to the loop finds x paused
+	}
+}
+
+// Resume ends a [Idle.Pause]: every idle period, the idle close's (or
+// OnReadIdle's) and OnWriteIdle's, starts afresh from the clock's reading
+// in Resume, as if data had moved both ways then. Resume of a conn that is
+// not paused does the same. It does nothing on a closed conn, or from
+// OnClose while the wheel closes it. It allocates nothing once the loop
+// has a bucket to reuse (Pause emptied one, or an earlier bucket fired).
+func (x *Idle) Resume() {
+	if x.c == nil {
+		return
+	}
 	l := x.ext.lr
-	return l.epoch.Add(time.Duration(x.last) + l.cfg.idle)
+	if l.closing == x {
+		return // a Resume from OnClose: the conn is closing
+	}
+	x.restart(l)
+	if m := x.ext; m.x != nil && l.cfg.writeIdle > 0 {
+		m.write.Reset(l.cfg.writeIdle)
+	}
+}
+
+// SetIdle makes d the conn's idle from now on (a longer one once the
+// client has authenticated, a shorter one for a client that only probes):
+// the current idle period counts afresh from now, with d, as if data had
+// moved. The write-idle event and the lifetime are left as they are. On a
+// paused conn it takes effect at Resume. It panics if d <= 0, and
+// allocates nothing (as Resume).
+func (x *Idle) SetIdle(d time.Duration) {
+	if d <= 0 {
+		panic(fmt.Sprintf("gnetwheel: Idle.SetIdle called with %v; the idle must be positive", d))
+	}
+	x.idle = int64(d)
+	if x.c == nil || x.next == nil {
+		return // closed, paused (Resume files it), or the wheel is closing it
+	}
+	x.restart(x.ext.lr)
+}
+
+// restart starts x's idle period afresh from now, filing it again: its
+// bucket may be later than its new deadline (a shorter idle).
+func (x *Idle) restart(l *loopRun) {
+	if x.next != nil {
+		x.unlink() // before file: an emptied bucket is reused at once
+	}
+	x.last = l.now()
+	l.file(x, x.last+x.idle, x.last)
 }
 
 // fireWrite and fireLife are the optional timers' callbacks, on the
@@ -400,7 +478,7 @@ func (m *idleExt) due(t *timingwheel.Timer) bool {
 
 func (r *writeDue) runOnLoop() {
 	m := (*idleExt)(r)
-	if !m.due(&m.write) {
+	if !m.due(&m.write) || m.x.paused() {
 		return
 	}
 	cfg := m.lr.cfg

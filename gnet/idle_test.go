@@ -57,6 +57,16 @@ func TestIdle_ClosesOnItsLoopNeverEarly(t *testing.T) {
 	}
 }
 
+// TestIdle_TrafficKeepsItOpen judges by what the server saw: a conn that
+// the wheel closes must have been silent, on the server's side, for at
+// least idle before the close. Heartbeats every 30 ms against an idle of
+// 150 ms keep every conn open while they arrive on time; under a heavy
+// load they may stall for longer than idle on their way (the client's
+// goroutine, the kernel, the loop), and a close after such a stall is the
+// idle close doing its job, not a failure. A Traffic that failed to push
+// the close back closes a conn some 30 ms after its last heartbeat, which
+// the test reports whatever the load. The exact instants are pinned with a
+// mock clock by TestIdle_ReFiledManyTimesClosesExactlyAnIdleAfterItsLastTraffic.
 func TestIdle_TrafficKeepsItOpen(t *testing.T) {
 	watchdog(t, 20*time.Second)
 	w := newTestWheel(t)
@@ -64,26 +74,43 @@ func TestIdle_TrafficKeepsItOpen(t *testing.T) {
 	s := &testServer{w: w, idler: w.Idler(idle)}
 	addr := startServer(t, s)
 	conns := openConns(t, s, addr, 3)
-	// Heartbeats every 30ms for 4 idles: none may be closed.
+	closed := map[int]bool{}
+	checkClose := func(e event, during string) {
+		t.Helper()
+		if got := e.at.Sub(e.last); got < idle {
+			t.Errorf("conn %d closed %s, %v after the last data the server received: before the idle %v", e.conn, during, got, idle)
+		} else if during != "" {
+			t.Logf("conn %d closed %s after %v of silence on the server's side (heartbeats stalled under load)", e.conn, during, got)
+		}
+		closed[e.conn] = true
+	}
+	drain := func() {
+		for e, ok := s.poll(); ok; e, ok = s.poll() {
+			if e.kind == "close" {
+				checkClose(e, "during the heartbeats")
+			}
+		}
+	}
+	// Heartbeats every 30ms for 4 idles.
 	end := time.Now().Add(4 * idle)
 	for time.Now().Before(end) {
-		for _, c := range conns {
+		drain()
+		for n, c := range conns {
+			if closed[n] {
+				continue
+			}
 			if _, err := c.Write([]byte("hb\n")); err != nil {
-				t.Fatal(err)
+				// Only a close the server made may fail a Write.
+				checkClose(s.waitFor(t, "close", n, 5*time.Second), "during the heartbeats")
 			}
 		}
 		time.Sleep(30 * time.Millisecond)
 	}
-	for e, ok := s.poll(); ok; e, ok = s.poll() {
-		if e.kind == "close" {
-			t.Fatalf("conn %d closed while it sent a heartbeat every 30ms (idle %v)", e.conn, idle)
-		}
-	}
+	drain()
 	// Then silence: each is closed, an idle after its last heartbeat.
-	for range conns {
-		e := s.waitFor(t, "close", -1, 5*time.Second)
-		if got := e.at.Sub(e.last); got < idle {
-			t.Errorf("conn %d closed %v after its last traffic, before %v", e.conn, got, idle)
+	for n := range conns {
+		if !closed[n] {
+			checkClose(s.waitFor(t, "close", n, 5*time.Second), "")
 		}
 	}
 }
@@ -354,8 +381,8 @@ func step(mock *clock.Mock, h *timingwheel.Hierarchy, l *fakeLoop, d time.Durati
 }
 
 func TestIdle_IsSmallAndHasNoTimer(t *testing.T) {
-	if s := reflect.TypeFor[Idle]().Size(); strconv.IntSize == 64 && s > 48 {
-		t.Errorf("Idle is %d bytes, want <= 48 on 64-bit", s)
+	if s := reflect.TypeFor[Idle]().Size(); strconv.IntSize == 64 && s > 56 {
+		t.Errorf("Idle is %d bytes, want <= 56 on 64-bit (48 and its own idle, for SetIdle)", s)
 	}
 	_, h, idler, loop := mockLoop(t, time.Second)
 	for range 1000 {

@@ -122,8 +122,10 @@ func (s *testServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 
 func (s *testServer) OnTraffic(c gnet.Conn) gnet.Action {
 	ss := c.Context().(*session)
-	ss.idle.Traffic()
+	// Read before Traffic reads it: the idle counts from no earlier than
+	// lastRead, so "closed at least an idle after lastRead" holds exactly.
 	ss.lastRead = s.w.h.Now()
+	ss.idle.Traffic()
 	buf, _ := c.Next(-1)
 	if s.echo {
 		ss.idle.Write(buf)
