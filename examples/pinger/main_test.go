@@ -8,9 +8,14 @@ import (
 )
 
 // TestRun runs both modes at small scale, with the checks of the exit
-// status. The margins are wide: heartbeats at most 72ms apart against a
-// 300ms timeout, and the last silent client's deadline a full second
-// before the end; so only a real bug fails it, not a slow machine.
+// status: no ping before Ping of write silence, no idle close before
+// Timeout of read silence, every silent client closed. Each is measured on
+// the server's side, at the socket below the wheel (see tap), from the
+// instants the promises count from: so a loaded machine on which a
+// client's heartbeat waits for a CPU, or the server's reader does, and a
+// heartbeating client is closed after the server has read nothing from it
+// for Timeout, fails nothing (the run reports those closes); a close that
+// came less than Timeout after the server last read data fails it.
 func TestRun(t *testing.T) {
 	for _, mode := range []string{modeWheel, modeTicker} {
 		t.Run("mode="+mode, func(t *testing.T) {
@@ -23,12 +28,14 @@ func TestRun(t *testing.T) {
 			cfg.Msg = 250 * time.Millisecond
 			cfg.Duration = 1400 * time.Millisecond
 			cfg.Seed = 23
+			// run waits up to 10s for the dials, 10s for the accepts and
+			// 10s for the silent clients' closes on a loaded machine.
 			done := make(chan struct{})
-			wd := time.AfterFunc(30*time.Second, func() {
+			wd := time.AfterFunc(60*time.Second, func() {
 				select {
 				case <-done:
 				default:
-					panic("hung: a run of 1.4s did not return within 30s")
+					panic("hung: a run of 1.4s did not return within 60s")
 				}
 			})
 			defer wd.Stop()
@@ -45,6 +52,9 @@ func TestRun(t *testing.T) {
 			}
 			if rep.Closes != rep.Silent || rep.Silent != 20 {
 				t.Errorf("%d idle closes of %d silent clients, want 20 of 20", rep.Closes, rep.Silent)
+			}
+			if rep.LagCloses > 0 {
+				t.Logf("%d heartbeating clients closed after %v with nothing read by the server: the machine did not keep up (not a failure)", rep.LagCloses, cfg.Timeout)
 			}
 			if rep.PingsReceived == 0 {
 				t.Error("no client received a ping")
