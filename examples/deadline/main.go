@@ -84,7 +84,8 @@ type report struct {
 	Requests       int
 	Fast, TimedOut int           // 200 OK, 504 Gateway Timeout
 	Other          []string      // any other answer, or a failed request
-	WrongPath      int           // fast work timed out, or slow work did not
+	WrongPath      int           // slow work did not time out, or fast work timed out while its own timer had time to fire
+	Stalled        int           // fast work timed out because the machine held its handler up past the deadline (not the deadline's fault)
 	Earliest       time.Duration // the earliest a timed-out request's context was done
 	Latest         time.Duration
 	Wall           time.Duration
@@ -95,6 +96,9 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "fast       %d (200 OK)\n", r.Fast)
 	fmt.Fprintf(w, "timed out  %d (504), Done closed %v to %v after the context was made (timeout %v)\n",
 		r.TimedOut, r.Earliest.Round(10*time.Microsecond), r.Latest.Round(10*time.Microsecond), r.Timeout)
+	if r.Stalled > 0 {
+		fmt.Fprintf(w, "stalled    %d fast requests timed out: the machine held their handlers up past the deadline\n", r.Stalled)
+	}
 	if len(r.Other) > 0 {
 		fmt.Fprintf(w, "other      %d, first: %s\n", len(r.Other), r.Other[0])
 	}
@@ -106,8 +110,8 @@ func (r *report) problems() []string {
 	if r.TimedOut > 0 && r.Earliest < r.Timeout {
 		p = append(p, fmt.Sprintf("a request timed out %v after its context was made, before the %v timeout", r.Earliest, r.Timeout))
 	}
-	if r.Fast+r.TimedOut != r.Requests {
-		p = append(p, fmt.Sprintf("%d of %d requests were neither fast nor timed out: %v", r.Requests-r.Fast-r.TimedOut, r.Requests, r.Other))
+	if r.Fast+r.TimedOut+r.Stalled != r.Requests {
+		p = append(p, fmt.Sprintf("%d of %d requests were neither fast nor timed out: %v", r.Requests-r.Fast-r.TimedOut-r.Stalled, r.Requests, r.Other))
 	}
 	if r.WrongPath > 0 {
 		p = append(p, fmt.Sprintf("%d requests took the wrong path (fast work timed out, or slow work did not)", r.WrongPath))
@@ -149,6 +153,12 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.doneAts = append(s.doneAts, doneAt)
 		s.mu.Unlock()
+		if work < s.timeout && doneAt >= s.timeout {
+			// The work's own timer (work, well before the deadline) had
+			// not woken this handler when the deadline passed: the machine
+			// held it up, and the deadline came as it should.
+			w.Header().Set("X-Stalled", "1")
+		}
 		http.Error(w, "deadline exceeded after "+doneAt.String(), http.StatusGatewayTimeout)
 		return
 	}
@@ -213,7 +223,7 @@ func run(cfg config) (*report, error) {
 				if slow {
 					work = 5 * cfg.Timeout
 				}
-				status, err := get(client, base+work.String())
+				status, stalled, err := get(client, base+work.String())
 				mu.Lock()
 				switch {
 				case err != nil:
@@ -223,6 +233,8 @@ func run(cfg config) (*report, error) {
 					if slow {
 						rep.WrongPath++
 					}
+				case status == http.StatusGatewayTimeout && !slow && stalled:
+					rep.Stalled++
 				case status == http.StatusGatewayTimeout:
 					rep.TimedOut++
 					if !slow {
@@ -246,13 +258,14 @@ func run(cfg config) (*report, error) {
 	return rep, nil
 }
 
-// get fetches url and returns the status code.
-func get(client *http.Client, url string) (int, error) {
+// get fetches url and returns the status code, and whether the server
+// said the machine held the handler up past its deadline.
+func get(client *http.Client, url string) (int, bool, error) {
 	resp, err := client.Get(url)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer resp.Body.Close()
 	_, err = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, err
+	return resp.StatusCode, resp.Header.Get("X-Stalled") != "", err
 }

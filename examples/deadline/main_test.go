@@ -10,8 +10,9 @@ import (
 // checks of the program's exit status: both paths taken, each as its work
 // asks, and no request timed out before its deadline.
 func TestRun(t *testing.T) {
-	// A fast request does a tenth of the timeout's work: it takes the
-	// wrong path only if its handler is held up for 90ms.
+	// A fast request does a tenth of the timeout's work: it times out only
+	// if its handler is held up for 90ms, which the server tells apart
+	// (Stalled) from a deadline that came early (Earliest).
 	cfg := config{Requests: 40, Clients: 10, Timeout: 100 * time.Millisecond}
 	done := make(chan struct{})
 	var rep *report
@@ -34,8 +35,11 @@ func TestRun(t *testing.T) {
 	for _, p := range rep.problems() {
 		t.Error(p)
 	}
-	if rep.Fast != cfg.Requests/2 || rep.TimedOut != cfg.Requests/2 {
-		t.Errorf("%d fast and %d timed out, want %d each", rep.Fast, rep.TimedOut, cfg.Requests/2)
+	if rep.Stalled > 0 {
+		t.Logf("%d fast requests timed out after the machine held their handlers up past the deadline (not a failure)", rep.Stalled)
+	}
+	if rep.Fast+rep.Stalled != cfg.Requests/2 || rep.TimedOut != cfg.Requests/2 {
+		t.Errorf("%d fast (%d of them stalled past the deadline) and %d timed out, want %d each", rep.Fast+rep.Stalled, rep.Stalled, rep.TimedOut, cfg.Requests/2)
 	}
 }
 
