@@ -58,6 +58,7 @@ type server struct {
 	eng        gnet.Engine
 	addr       string
 	open       atomic.Int64
+	opened     atomic.Int64 // ever: run waits for every client's open on it (open drops if one is closed meanwhile)
 	heartbeats atomic.Int64
 
 	scanMu    sync.Mutex                // impl scan: OnTick runs on a goroutine of its own
@@ -170,6 +171,7 @@ func (s *server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
 	s.open.Add(1)
+	s.opened.Add(1)
 	return nil, gnet.None
 }
 
@@ -246,9 +248,7 @@ func (s *server) trafficAllocs() (float64, error) {
 	s.mu.Lock()
 	var conns []gnet.Conn
 	for c := range s.conns {
-		if conns = append(conns, c); len(conns) == 8 {
-			break
-		}
+		conns = append(conns, c)
 	}
 	s.mu.Unlock()
 	for _, c := range conns {
@@ -491,7 +491,7 @@ func run(cfg config) (*report, error) {
 			}
 		}
 	}()
-	for wait := time.Now().Add(10 * time.Second); s.open.Load() < int64(n) && time.Now().Before(wait); {
+	for wait := time.Now().Add(10 * time.Second); s.opened.Load() < int64(n) && time.Now().Before(wait); {
 		time.Sleep(time.Millisecond)
 	}
 	rep.HeapPerConn = float64(int64(heapAfterGC())-int64(heapBefore)) / float64(n)
