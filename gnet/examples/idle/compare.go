@@ -114,7 +114,8 @@ func printComparison(w io.Writer, reps []*report) {
 	row("lateness p99", func(r *report) string { return ms(quantile(r.Late, 0.99)) })
 	row("lateness max", func(r *report) string { return ms(quantile(r.Late, 1)) })
 	row("early closes (must be 0)", func(r *report) string { return strconv.Itoa(r.Early) })
-	row("chatty conns closed (must be 0)", func(r *report) string { return strconv.Itoa(r.ChattyClosed) })
+	row("chatty closed, not idle (must be 0)", func(r *report) string { return strconv.Itoa(r.ChattyClosed) })
+	row("chatty closed after a stall (right)", func(r *report) string { return strconv.Itoa(r.Stalled) })
 	row("silent conns left open (must be 0)", func(r *report) string { return strconv.Itoa(r.SilentOpen) })
 	row("process CPU per second", func(r *report) string {
 		return fmt.Sprintf("%.0f ms/s", r.CPU.Seconds()/r.Elapsed.Seconds()*1000)

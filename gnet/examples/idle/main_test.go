@@ -8,7 +8,10 @@ import (
 )
 
 // TestRun_EachImpl is the demo in small: every impl closes the silent
-// conns, never early, and leaves the heartbeating ones open.
+// conns, never before the timeout has passed since the last traffic the
+// server got on the conn, and closes a heartbeating one only if the server
+// really heard nothing from it for the timeout (heartbeats stalled on a
+// loaded machine: logged, not a failure).
 func TestRun_EachImpl(t *testing.T) {
 	for _, impl := range impls {
 		t.Run(impl, func(t *testing.T) {
@@ -22,6 +25,13 @@ func TestRun_EachImpl(t *testing.T) {
 			rep, err := run(cfg)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if rep.Stalled > 0 {
+				// Not a failure: the server heard nothing from these for the
+				// timeout (their heartbeats stalled on a loaded machine), and
+				// no close came early (rep.Early below).
+				t.Logf("%s: %d heartbeating conns closed after the server heard nothing from them for %v or more (longest silence %v)",
+					impl, rep.Stalled, cfg.Timeout, rep.StalledMaxGap)
 			}
 			if p := rep.problems(); len(p) > 0 {
 				t.Fatalf("%s: %v", impl, p)
