@@ -226,3 +226,160 @@ func TestDriver_LastTimerStoppedWhileAwake(t *testing.T) {
 		assert.Equal(t, before, clk.reads.Load(), "the driver woke with nothing armed")
 	})
 }
+
+// TestDriver_StopEmptyingOneShardKeepsItForTheOthers: a Stop that empties its
+// shard while another shard still holds a timer must leave the driver's
+// sleep alone: the other timer fires on time.
+func TestDriver_StopEmptyingOneShardKeepsItForTheOthers(t *testing.T) {
+	inBubble(t, "a driver with timers in two shards, one emptied by a Stop", func(t *testing.T) {
+		h, err := New(WithShards(2))
+		require.NoError(t, err)
+		roundRobin(h)
+		h.Start()
+		defer h.Stop()
+		// Arm once the driver sleeps: a timer armed while the driver holds
+		// its shard's lock goes to another shard, maybe the other timer's.
+		synctest.Wait()
+		a := h.AfterFunc(time.Second, func() {})
+		var fired atomic.Int32
+		b := h.AfterFunc(2*time.Second, func() { fired.Add(1) })
+		require.NotSame(t, a.home(), b.home(), "the two timers are in different shards")
+		synctest.Wait() // the driver sleeps until 1s
+		require.True(t, a.Stop())
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(1), fired.Load(), "the timer of the other shard did not fire: the Stop that emptied one shard put the driver to sleep for good")
+	})
+}
+
+// TestDriver_RearmsAfterMockMovedBeforeArming: the mock moves by
+// less than the wait between the driver's clock reading and its arming of
+// the clock timer. The driver must arm it again for the remaining wait,
+// or the timer fires late by the move.
+func TestDriver_RearmsAfterMockMovedBeforeArming(t *testing.T) {
+	mock := clock.NewMock()
+	clk := &injectingClock{Mock: mock, after: func(int64) {}}
+	h, err := New(WithClock(clk), WithShards(1))
+	require.NoError(t, err)
+	fired := make(chan struct{})
+	h.AfterFunc(10*time.Millisecond, func() { close(fired) })
+	var moved atomic.Bool
+	clk.reads.Store(0)
+	// Read 1 is the driver's Advance; read 2 is sleepUntilTick's reading
+	// before it arms the clock timer.
+	clk.after = func(n int64) {
+		if n == 2 && moved.CompareAndSwap(false, true) {
+			mock.Add(4 * time.Millisecond)
+		}
+	}
+	h.Start()
+	defer mustReturn(t, 5*time.Second, "Stop of the driver", h.Stop)
+	deadline := time.Now().Add(5 * time.Second)
+	for clk.reads.Load() < 3 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	require.True(t, moved.Load(), "the mock was moved between the driver's reading and its arming")
+	time.Sleep(50 * time.Millisecond) // the driver arms its clock timer and sleeps
+	mock.Add(6 * time.Millisecond)    // the mock is at 10ms: the deadline
+	select {
+	case <-fired:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the timer due at 10ms did not fire with the mock at 10ms: the driver's clock timer was left armed late by the mock's move")
+	}
+}
+
+// TestDriver_FiresPastDeadlineArmedByCallback: a callback run by
+// the driver arms a timer for a time already passed; it waits on the late
+// list for the next Advance, which the driver must make at once, not when
+// its next wheel event (an hour away) comes.
+func TestDriver_FiresPastDeadlineArmedByCallback(t *testing.T) {
+	inBubble(t, "a driver whose callback arms a past deadline", func(t *testing.T) {
+		h, err := New(WithShards(1))
+		require.NoError(t, err)
+		h.Start()
+		defer h.Stop()
+		h.AfterFunc(time.Hour, func() {})
+		start := time.Now()
+		var firedAt atomic.Int64
+		h.AfterFunc(time.Second, func() {
+			h.AfterFunc(-time.Second, func() { firedAt.Store(int64(time.Since(start))) })
+		})
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, int64(time.Second), firedAt.Load(), "the past deadline armed by a callback at 1s fired at (ns since start; 0: not by 2s)")
+	})
+}
+
+// TestDriver_ArmingAsItGoesToSleep races arming with the driver
+// going to sleep. Each timer's callback hands over to the test goroutine,
+// which at once arms the next timer, a tick out, into the first of 32
+// shards, while the driver, done with the callback, looks over the shards
+// for its next wake-up (an hour away) and publishes it. An arming that the
+// driver's look missed and that saw it still awake (so did not wake it)
+// must be caught by the driver's second look, or it is slept through.
+// Time is synctest's: a timer slept through shows as not fired a second
+// after its deadline.
+func TestDriver_ArmingAsItGoesToSleep(t *testing.T) {
+	iterations := 20000
+	if testing.Short() || raceEnabled {
+		iterations = 2000
+	}
+	inBubble(t, "a driver racing armings as it goes to sleep", func(t *testing.T) {
+		h, err := New(WithShards(32), WithLevels(8, 8, 8, 8, 8))
+		require.NoError(t, err)
+		first := h.shards[0]
+		h.knobs().pick = func() *shard { return first }
+		h.Start()
+		defer h.Stop()
+		h.AfterFunc(time.Hour, func() {})
+		fired := make(chan struct{}, 1)
+		f := func() { fired <- struct{}{} }
+		h.AfterFunc(time.Millisecond, f)
+		for i := range iterations {
+			select {
+			case <-fired:
+			case <-time.After(time.Second):
+				t.Fatalf("iteration %d: a timer armed a tick out as the driver went to sleep did not fire in a second: the driver slept through it", i)
+			}
+			h.AfterFunc(time.Millisecond, f)
+		}
+	})
+}
+
+// TestDriver_SeesDeadlineReachedOnLastRearm: while the driver arms
+// its clock timer, another goroutine keeps moving the mock (here: 1µs
+// after each of the driver's readings before arming), so the driver arms
+// again and again, at most 101 times. If the mock reaches the deadline
+// during the last try, the timer is due: the driver must see it and fire,
+// not go to sleep on a clock timer armed late by the moves.
+func TestDriver_SeesDeadlineReachedOnLastRearm(t *testing.T) {
+	mock := clock.NewMock()
+	start := mock.Now()
+	clk := &injectingClock{Mock: mock, after: func(int64) {}}
+	h, err := New(WithClock(clk), WithShards(1))
+	require.NoError(t, err)
+	fired := make(chan time.Duration, 1)
+	h.AfterFunc(10*time.Millisecond, func() { fired <- mock.Now().Sub(start) })
+	clk.reads.Store(0)
+	// Read 1 is the driver's Advance. Then try k (k = 0..100) of its
+	// arming reads the clock before arming (read 2+2k) and after (3+2k).
+	// The mock moves 1µs after each reading before arming, so every try
+	// sees it moved; after the last try's, read 202, onto the deadline.
+	clk.after = func(n int64) {
+		switch {
+		case n >= 2 && n < 202 && n%2 == 0:
+			mock.Add(time.Microsecond)
+		case n == 202:
+			mock.Add(10*time.Millisecond - mock.Now().Sub(start))
+		}
+	}
+	h.Start()
+	defer stopWithin(t, h, "after a mock moved during each of its armings")
+	select {
+	case at := <-fired:
+		assert.Equal(t, 10*time.Millisecond, at, "the timer fired with the mock at its deadline")
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the timer due at 10ms did not fire with the mock at %v, after %d clock readings by the driver: it slept on a clock timer armed late", mock.Now().Sub(start), clk.reads.Load())
+	}
+	assert.GreaterOrEqual(t, clk.reads.Load(), int64(203), "the driver armed its clock timer 101 times")
+}

@@ -20,114 +20,6 @@ import (
 // One test per guarantee of docs/guarantees.md, numbered in its order, then the slot and level
 // arithmetic at every boundary, tiny layouts, concurrency and the driver.
 
-// fakeClock is a manual clock safe for concurrent use. Unlike clock.Mock,
-// moving it does not sleep, so tests can take millions of steps.
-type fakeClock struct {
-	clock.Clock // nil: only Now and Since are implemented
-	mu          sync.Mutex
-	now         time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-func (c *fakeClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
-
-// newMock returns a hierarchy on a fresh clock.Mock.
-func newMock(t *testing.T, opts ...Option) (*Hierarchy, *clock.Mock) {
-	t.Helper()
-	mock := clock.NewMock()
-	h, err := New(append([]Option{WithClock(mock)}, opts...)...)
-	require.NoError(t, err)
-	return h, mock
-}
-
-// newFake returns a hierarchy on a fresh fakeClock.
-func newFake(t testing.TB, opts ...Option) (*Hierarchy, *fakeClock) {
-	t.Helper()
-	clk := newFakeClock()
-	h, err := New(append([]Option{WithClock(clk)}, opts...)...)
-	require.NoError(t, err)
-	return h, clk
-}
-
-// advanceContinuously moves clk by a millisecond and advances h, over and
-// over on its own goroutine, until the returned function is called; that
-// function returns once the goroutine has stopped, or fails the test if it
-// does not within 10s (an Advance hung).
-func advanceContinuously(t *testing.T, h *Hierarchy, clk *fakeClock) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			clk.Add(time.Millisecond)
-			h.Advance()
-		}
-	})
-	return func() {
-		t.Helper()
-		close(done)
-		waitWithin(t, 10*time.Second, &wg, "the goroutine advancing continuously (its Advance)")
-	}
-}
-
-// recorder collects the names of fired timers in order.
-type recorder struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func (r *recorder) fn(name string) func() {
-	return func() {
-		r.mu.Lock()
-		r.got = append(r.got, name)
-		r.mu.Unlock()
-	}
-}
-
-func (r *recorder) take() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	got := r.got
-	r.got = nil
-	return got
-}
-
-// mustCheck fails the test unless h's invariants hold (see check), or if
-// the check, which takes every shard's lock, does not return within 10s.
-func mustCheck(t testing.TB, h *Hierarchy) {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- h.check() }()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatalf("hung: the invariant check did not return within 10s (a shard's lock left held?)")
-	}
-}
-
 func TestGuarantee1_NeverEarlyAtMostOneTickLate(t *testing.T) {
 	// Step table: tick 10ms. A deadline is due at the first tick at or after
 	// it; Advance at clock time T fires exactly the timers due by T.
@@ -1031,4 +923,35 @@ func TestNew_NilMockClock(t *testing.T) {
 	h, err := New(WithClock(mock))
 	assert.Nil(t, h)
 	assert.ErrorIs(t, err, ErrInvalidConfig)
+}
+
+// TestGuarantee5_SelfRearmForNowRunsOncePerAdvance: a callback that re-arms its
+// timer for "now" (here at most 5 times) fires once per Advance: the
+// re-arming waits for the next Advance, in its own shard and in another.
+func TestGuarantee5_SelfRearmForNowRunsOncePerAdvance(t *testing.T) {
+	for _, shards := range []int{1, 2} {
+		h, clk := newFake(t, WithShards(shards))
+		roundRobin(h)
+		clk.Add(time.Second)
+		fires := 0
+		var tm *Timer
+		f := func() {
+			fires++
+			if fires < 5 {
+				tm.Reset(0)
+			}
+		}
+		tm = h.AfterFunc(0, f)
+		h.AfterFunc(0, func() {
+			if fires < 5 {
+				h.AfterFunc(0, func() {}) // a new timer for now, in either shard
+			}
+		})
+		for i := 1; i <= 3; i++ {
+			n := advanceWithin(t, h, "a callback re-arms its timer for now")
+			assert.Equal(t, i, fires, "shards=%d: Advance %d: a timer re-armed by its callback for now fires again in the same Advance", shards, i)
+			assert.LessOrEqual(t, n, 2, "shards=%d: Advance %d ran timers armed during it for now", shards, i)
+		}
+		mustCheck(t, h)
+	}
 }

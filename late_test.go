@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestLate_BurstSortedInBatches arms 20,000 timers for past deadlines in
@@ -160,4 +161,147 @@ func TestLate_TimerLeavesLimboForAnotherHierarchy(t *testing.T) {
 	assert.Equal(t, int64(n-next/2), fired.Load())
 	mustCheck(t, h)
 	mustCheck(t, other)
+}
+
+// TestNext_ManyPastDeadlines: with more past deadlines in one
+// shard than Next looks at, Next still reports one no later than the
+// earliest (armed last, beyond the budget).
+func TestNext_ManyPastDeadlines(t *testing.T) {
+	h, clk := newFake(t, WithShards(1))
+	clk.Add(time.Hour)
+	advanceWithin(t, h, "the next Advance")
+	now := clk.Now()
+	const n = 2 * nextBudget
+	for i := range n {
+		h.AtFunc(now.Add(-time.Duration(i+1)*time.Millisecond), func() {})
+	}
+	next, ok := h.Next()
+	require.True(t, ok)
+	assert.Equal(t, now.Add(-n*time.Millisecond), next, "Next is the earliest past deadline")
+	assert.Equal(t, n, advanceWithin(t, h, "firing many past deadlines"))
+}
+
+// TestNext_WhileSortingPastDeadlines: while Advance sorts past
+// deadlines with the shard's lock released, the timers taken off to be
+// sorted still count for Next, also after a later past deadline is armed
+// meanwhile; and they fire in order.
+func TestNext_WhileSortingPastDeadlines(t *testing.T) {
+	h, clk := newFake(t, WithShards(1))
+	h.knobs().batch = 4
+	clk.Add(time.Hour)
+	advanceWithin(t, h, "the next Advance")
+	now := clk.Now()
+	var got []time.Duration
+	rec := func(d time.Duration) func() { return func() { got = append(got, d) } }
+	for i := range 10 {
+		d := -time.Duration(10-i) * time.Second // the earliest first
+		h.AtFunc(now.Add(d), rec(d))
+	}
+	s := h.shards[0]
+	checked := false
+	h.knobs().betweenBatches = func() {
+		s.lock()
+		limbo := s.sorting && s.late.empty()
+		s.mu.Unlock()
+		if !limbo || checked {
+			return
+		}
+		checked = true // every past timer is in limbo, being sorted
+		next, ok := h.Next()
+		assert.True(t, ok, "Next while sorting")
+		assert.Equal(t, now.Add(-10*time.Second), next, "Next while past deadlines are sorted")
+		h.AtFunc(now.Add(-time.Second/2), rec(-time.Second/2))
+		next, ok = h.Next()
+		assert.True(t, ok, "Next while sorting, after a later past deadline was armed")
+		assert.Equal(t, now.Add(-10*time.Second), next, "Next after a later past deadline was armed while sorting")
+		e, ok := h.nextWake()
+		assert.True(t, ok)
+		assert.Equal(t, h.dueTick(int64(now.Add(-10*time.Second).Sub(h.origin))), e, "the driver's next wake while sorting")
+	}
+	advanceWithin(t, h, "a sort of past deadlines, Next called between its batches")
+	h.knobs().betweenBatches = nil
+	require.True(t, checked, "the hook saw every past timer in limbo")
+	advanceWithin(t, h, "the Advance after")
+	assert.Len(t, got, 11)
+	assert.IsNonDecreasing(t, got)
+	mustCheck(t, h)
+}
+
+// TestLate_MergeIntoOverdueWhileStopping: the clock went backwards, so
+// the overdue list keeps timers between Advances and new past deadlines are
+// merged into it in batches. A timer of the overdue list stopped between
+// two batches must not derail the merge.
+func TestLate_MergeIntoOverdueWhileStopping(t *testing.T) {
+	h, clk := newFake(t, WithShards(1))
+	h.knobs().batch = 4
+	origin := h.origin
+	clk.Set(origin.Add(time.Hour))
+	advanceWithin(t, h, "the next Advance")
+	var got []time.Duration
+	rec := func(d time.Duration) func() { return func() { got = append(got, d) } }
+	var overdue []*Timer
+	for _, m := range []time.Duration{50, 51, 52} {
+		overdue = append(overdue, h.AtFunc(origin.Add(m*time.Minute), rec(m*time.Minute)))
+	}
+	clk.Set(origin.Add(30 * time.Minute)) // backwards
+	assert.Equal(t, 0, advanceWithin(t, h, "an Advance after the clock went backwards"), "the past deadlines are sorted into the overdue list, not due yet")
+	for m := time.Duration(40); m < 48; m++ {
+		h.AtFunc(origin.Add(m*time.Minute), rec(m*time.Minute))
+	}
+	h.knobs().betweenBatches = func() {
+		if len(overdue) > 0 && overdue[0].Stop() { // the merge's place in the overdue list, once merging
+			overdue = overdue[1:]
+		}
+	}
+	assert.Equal(t, 0, advanceWithin(t, h, "a merge of past deadlines into the overdue list"))
+	h.knobs().betweenBatches = nil
+	mustCheck(t, h)
+	clk.Set(origin.Add(2 * time.Hour))
+	advanceWithin(t, h, "firing the merged overdue list")
+	want := []time.Duration{}
+	for m := time.Duration(40); m < 48; m++ {
+		want = append(want, m*time.Minute)
+	}
+	for _, x := range overdue {
+		want = append(want, x.Deadline().Sub(origin))
+	}
+	assert.Equal(t, want, got, "the merged timers fire in deadline order, the stopped ones not at all")
+	assert.Equal(t, 0, h.Len())
+}
+
+// TestLate_StopAndRearmSameTickWhileSorting: between two batches of the
+// sort of past deadlines, a timer taken off to be sorted is stopped and
+// re-armed for the same past deadline: it is on the late list again, filed
+// at the same tick as when it was taken off, and the sort must leave it
+// there. It fires once, on the next Advance.
+func TestLate_StopAndRearmSameTickWhileSorting(t *testing.T) {
+	h, clk := newFake(t, WithShards(1))
+	h.knobs().batch = 4
+	clk.Add(time.Hour)
+	advanceWithin(t, h, "the next Advance")
+	now := clk.Now()
+	fired := map[int]int{}
+	var timers []*Timer
+	for i := range 10 {
+		timers = append(timers, h.AtFunc(now.Add(-time.Duration(10-i)*time.Second), func() { fired[i]++ }))
+	}
+	yields := 0
+	h.knobs().betweenBatches = func() {
+		yields++
+		if yields == 1 { // the first batch is in limbo
+			x := timers[0]
+			assert.True(t, x.Stop())
+			assert.False(t, x.ResetAt(x.Deadline()), "re-armed after the Stop")
+		}
+	}
+	n := advanceWithin(t, h, "a sort of past deadlines with a timer stopped and re-armed meanwhile")
+	h.knobs().betweenBatches = nil
+	mustCheck(t, h)
+	n += advanceWithin(t, h, "the Advance after")
+	assert.Equal(t, 10, n)
+	for i := range 10 {
+		assert.Equal(t, 1, fired[i], "timer %d fired once", i)
+	}
+	assert.Equal(t, 0, h.Len())
+	mustCheck(t, h)
 }

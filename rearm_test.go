@@ -1,9 +1,11 @@
 package timingwheel
 
 import (
+	"math"
 	"net"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"weak"
@@ -262,4 +264,187 @@ func TestReArm_DeadlineWaitsForAReArmInProgress(t *testing.T) {
 	release()
 	assert.True(t, recvWithin(t, 5*time.Second, resetDone, "the Reset"))
 	assert.Equal(t, start.Add(time.Minute), recvWithin(t, 5*time.Second, got, "Deadline, after the Reset"))
+}
+
+// lazyTimerMidSlot arms, on a single-shard hierarchy, a timer due at 2m0.5s:
+// it sits in the minutes level, in the slot that cascades at 2m straight
+// down to level 0, and moving it later takes no lock.
+func lazyTimerMidSlot(t *testing.T, f func()) (*Hierarchy, *fakeClock, *Timer) {
+	h, clk := newFake(t, WithShards(1))
+	tm := h.AfterFunc(2*time.Minute+500*time.Millisecond, f)
+	require.GreaterOrEqual(t, tm.filed-tm.home().now.Load(), h.lazyTicks, "the timer is beyond level 0")
+	return h, clk, tm
+}
+
+// TestReset_LaterDeadlineStraddlingCascadeIntoLevel0: a lock-free Reset whose
+// reads come before a cascade that takes its timer down to level 0 (filed
+// by its old deadline) and whose store comes after must notice the cascade
+// (seq changed) and file the timer again, or Next reports the old deadline.
+// Here the store comes after the whole cascade; in
+// TestLazyReset_CascadeBeforeStore it comes between two of its batches.
+func TestReset_LaterDeadlineStraddlingCascadeIntoLevel0(t *testing.T) {
+	h, clk, tm := lazyTimerMidSlot(t, func() {})
+	origin := h.origin
+	defer func() { testHookReset = nil }()
+	cascaded := false
+	testHookReset = func(*Timer) {
+		testHookReset = nil
+		clk.Set(origin.Add(2 * time.Minute))
+		h.Advance() // cascades the minute slot: the timer lands at level 0, filed by its old deadline
+		cascaded = tm.filed-tm.home().now.Load() < h.lazyTicks
+	}
+	var reset bool
+	mustReturn(t, 5*time.Second, "ResetAt, with an Advance in its hook", func() { reset = tm.ResetAt(origin.Add(3 * time.Minute)) })
+	assert.True(t, reset, "the Reset found the timer armed")
+	require.True(t, cascaded, "the Advance in the hook cascaded the timer to level 0")
+	next, ok := h.Next()
+	require.True(t, ok)
+	assert.Equal(t, origin.Add(3*time.Minute), next, "Next is the new deadline, not the old one the cascade filed the timer by")
+	mustCheck(t, h)
+}
+
+// TestReset_LaterDeadlineAsAdvanceEnds races a lock-free Reset with the end
+// of an Advance. A callback arms, in the last shard (whose now lags far
+// behind: it had no work), a timer for a tick already fired: it waits on
+// the late list, filed beyond that shard's now but not beyond the Advance's
+// frontier. Another goroutine moves it later (still before the Advance's
+// tick) as soon as it sees the frontier cleared: by then the shard's now
+// must have caught up, so the Reset takes the lock and files the timer by
+// its new deadline; the next Advance fires it. A frontier cleared before
+// the shards' now moved lets the Reset take the lock-free path, keeping
+// the old filing, and the timer misses the next Advance.
+func TestReset_LaterDeadlineAsAdvanceEnds(t *testing.T) {
+	const shards = 32 // the last shard's now catches up after 31 others'
+	iterations := 4000
+	if testing.Short() || raceEnabled {
+		iterations = 1000
+	}
+	stopAt := time.Now().Add(5 * time.Second)
+	var ended atomic.Bool
+	t.Cleanup(func() { ended.Store(true) }) // should the test fail, the spinning goroutine below ends
+	for iter := 0; iter < iterations && time.Now().Before(stopAt); iter++ {
+		h, clk := newFake(t, WithShards(shards), WithLevels(8, 8, 8, 8))
+		origin := h.origin
+		first, last := h.shards[0], h.shards[shards-1]
+		var pick atomic.Pointer[shard]
+		pick.Store(first)
+		h.knobs().pick = func() *shard { return pick.Load() }
+		armed := make(chan *Timer, 1)
+		var yFired atomic.Int32
+		h.AfterFunc(2*time.Second, func() {
+			pick.Store(last)
+			armed <- h.AtFunc(origin.Add(2*time.Second), func() { yFired.Add(1) })
+		})
+		reset := make(chan struct{})
+		var advanced atomic.Bool
+		go func() {
+			defer close(reset)
+			y := <-armed
+			// Wait for the frontier to be cleared (or for the Advance to
+			// return, should it leave the frontier set).
+			for spins := 0; h.frontier.Load() != math.MinInt64 && !advanced.Load() && !ended.Load(); spins++ {
+				if spins%1024 == 1023 {
+					runtime.Gosched()
+				}
+			}
+			y.ResetAt(origin.Add(2500 * time.Millisecond))
+		}()
+		clk.Set(origin.Add(2900 * time.Millisecond))
+		require.Equal(t, 1, advanceWithin(t, h, "the Advance racing a Reset"))
+		advanced.Store(true)
+		select {
+		case <-reset:
+		case <-time.After(5 * time.Second):
+			t.Fatal("hung: the Reset racing the end of the Advance")
+		}
+		clk.Set(origin.Add(3 * time.Second))
+		advanceWithin(t, h, "the next Advance")
+		if n := yFired.Load(); n != 1 {
+			t.Fatalf("iteration %d: a timer moved, as its Advance ended, to a tick before that Advance's had fired %d times after the next Advance, want once", iter, n)
+		}
+		mustCheck(t, h)
+	}
+}
+
+// TestReset_LaterDeadlineReadsFrontierBeforeNow: a lock-free Reset loads the
+// running Advance's frontier, then its shard's now; endAdvance moves every
+// shard's now, then clears the frontier. So whatever happens between the
+// two loads, one of them sees the Advance's progress. Here the end of the
+// Advance runs exactly between them (test hook, stage 2). The timer was
+// armed by a callback, into a shard whose now lagged (it had no work), for
+// a tick already fired: it waits on the late list, filed beyond that
+// shard's now but not beyond the frontier. The Reset moves it later, still
+// before the Advance's tick: it must take the lock and file it by its new
+// deadline, so that Next reports that deadline and the next Advance fires
+// it. Loaded the other way round (now, hook, frontier), the Reset sees the
+// old now and the cleared frontier and keeps the old filing lock-free:
+// Next is early and the timer misses the next Advance.
+func TestReset_LaterDeadlineReadsFrontierBeforeNow(t *testing.T) {
+	h, clk := newFake(t, WithShards(2))
+	origin := h.origin
+	first, last := h.shards[0], h.shards[1]
+	var pick atomic.Pointer[shard]
+	pick.Store(first)
+	h.knobs().pick = func() *shard { return pick.Load() }
+
+	// The goroutines below wait for each other at most 2s, then carry on
+	// and leave a flag for the test to report: they must not call t's
+	// methods, which they may outlive if the test fails first.
+	armed := make(chan *Timer, 1)
+	atHook := make(chan struct{})
+	ended := make(chan struct{})
+	var endOnce sync.Once
+	end := func() { endOnce.Do(func() { close(ended) }) }
+	defer end() // should the test fail first, the Reset goes on
+	var yFired atomic.Int32
+	var noHook, noEnd atomic.Bool
+	h.AfterFunc(2*time.Second, func() {
+		pick.Store(last)
+		y := h.AtFunc(origin.Add(2*time.Second), func() { yFired.Add(1) })
+		armed <- y
+		select { // the Reset loads the frontier while this Advance runs
+		case <-atHook:
+		case <-time.After(2 * time.Second):
+			noHook.Store(true)
+		}
+	})
+	defer func() { testHookReset = nil }()
+	var y *Timer
+	testHookReset = func(x *Timer) {
+		if x != y {
+			return
+		}
+		testHookReset = nil
+		close(atHook)
+		select { // the Advance ends: the shards' now moves, the frontier is cleared
+		case <-ended:
+		case <-time.After(2 * time.Second):
+			noEnd.Store(true)
+		}
+	}
+	resetDone := make(chan bool, 1)
+	go func() {
+		y = <-armed
+		resetDone <- y.ResetAt(origin.Add(2500 * time.Millisecond))
+	}()
+
+	clk.Set(origin.Add(2900 * time.Millisecond))
+	n := advanceWithin(t, h, "the Advance whose callback arms the timer")
+	end()
+	require.False(t, noHook.Load(), "hung: the Reset never reached its hook between its loads of the frontier and of now")
+	require.Equal(t, 1, n, "the Advance ran the callback that arms the timer, and only that")
+	reset := recvWithin(t, 5*time.Second, resetDone, "the Reset's return after the Advance ended")
+	require.False(t, noEnd.Load(), "hung: the Advance did not end while the Reset waited between its loads")
+	assert.True(t, reset, "the Reset found the timer armed")
+	assert.Same(t, last, y.home(), "the timer is in the shard that had no work")
+	assert.Equal(t, 1, h.Len())
+	next, ok := h.Next()
+	require.True(t, ok)
+	assert.Equal(t, origin.Add(2500*time.Millisecond), next, "Next is the timer's new (past) deadline, not the tick it was filed at before the Reset")
+	mustCheck(t, h)
+	clk.Set(origin.Add(3 * time.Second))
+	advanceWithin(t, h, "the next Advance")
+	assert.Equal(t, int32(1), yFired.Load(), "a timer moved to a past deadline fires once, on the next Advance")
+	assert.Equal(t, 0, h.Len())
+	mustCheck(t, h)
 }

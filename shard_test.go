@@ -722,3 +722,110 @@ func BenchmarkAdvance_Shards(b *testing.B) {
 		})
 	}
 }
+
+// TestCascade_BatchesLetTheLockGo: between two batches of a long cascade
+// or of sorting past deadlines, the shard's lock is free (the test hook
+// runs there), and the work then carries on.
+func TestCascade_BatchesLetTheLockGo(t *testing.T) {
+	h, clk := newFake(t, WithShards(1))
+	h.knobs().batch = 4
+	s := h.shards[0]
+	var yields, held int
+	h.knobs().betweenBatches = func() {
+		yields++
+		if s.mu.TryLock() {
+			s.mu.Unlock()
+		} else {
+			held++
+			t.Errorf("batch %d: the shard's lock is held between batches", yields)
+		}
+	}
+	fired := 0
+	for i := range 20 {
+		h.AfterFunc(-time.Duration(i+1)*time.Millisecond, func() { fired++ }) // past deadlines: sorted in batches
+		h.AfterFunc(30*time.Second+time.Duration(i)*time.Millisecond, func() { fired++ })
+	}
+	clk.Add(31 * time.Second)
+	assert.Equal(t, 40, advanceWithin(t, h, "batches of a sort and of a cascade"))
+	assert.Equal(t, 40, fired)
+	assert.Positive(t, yields, "the work was done in batches")
+	assert.Zero(t, held, "the shard's lock was held between batches")
+	mustCheck(t, h)
+}
+
+// TestCascade_YieldsToWaiters: while a long cascade runs, another
+// goroutine stops and re-arms its timers, taking the shard's lock each
+// time, so it is often waiting for the lock when a batch ends: the cascade
+// lets it in between batches (without the test hook, by letting the lock
+// go and yielding), and both finish.
+func TestCascade_YieldsToWaiters(t *testing.T) {
+	for range 10 { // a round may happen to find no goroutine waiting
+		cascadeWithWaiter(t)
+	}
+}
+
+func cascadeWithWaiter(t *testing.T) {
+	h, clk := newFake(t, WithShards(1))
+	h.knobs().batch = 1
+	const n = 2000
+	timers := make([]*Timer, n)
+	for i := range timers {
+		timers[i] = h.AfterFunc(30*time.Second+time.Duration(i%1000)*time.Millisecond, func() {})
+	}
+	clk.Add(29 * time.Second)
+	advanceWithin(t, h, "the Advance before the cascade")
+	var stop atomic.Bool
+	started := make(chan struct{})
+	churned := make(chan struct{})
+	go func() {
+		defer close(churned)
+		for i, k := 0, 0; !stop.Load(); i, k = (i+1)%n, k+1 {
+			if k == 1 {
+				close(started)
+			}
+			timers[i].Stop() // takes the lock, as the re-arming after it does
+			timers[i].ResetAt(h.origin.Add(30*time.Second + time.Duration(i%1000)*time.Millisecond))
+		}
+	}()
+	recvWithin(t, 5*time.Second, started, "the goroutine stopping and re-arming timers getting going")
+	clk.Add(time.Second + 500*time.Millisecond)
+	advanceWithin(t, h, "a cascade in batches of one timer, with a goroutine waiting for the shard's lock")
+	stop.Store(true)
+	select {
+	case <-churned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("hung: the goroutine stopping and re-arming timers never got the shard's lock back")
+	}
+	mustCheck(t, h)
+}
+
+// TestShards_NewTimerAvoidsHeldShard: arming a new timer while its
+// shard's lock is held puts it in another shard, without waiting.
+func TestShards_NewTimerAvoidsHeldShard(t *testing.T) {
+	h, _ := newFake(t, WithShards(3))
+	s := h.shards[1]
+	h.knobs().pick = func() *shard { return s }
+	s.mu.Lock()
+	done := make(chan *Timer, 1)
+	go func() { done <- h.AfterFunc(time.Second, func() {}) }()
+	var tm *Timer
+	select {
+	case tm = <-done:
+	case <-time.After(2 * time.Second):
+		t.Error("AfterFunc waited for its shard's held lock instead of using another shard")
+		s.mu.Unlock()
+		tm = recvWithin(t, 5*time.Second, done, "AfterFunc, once the shard's lock was let go")
+		s.mu.Lock()
+	}
+	s.mu.Unlock()
+	assert.NotSame(t, s, tm.home(), "the new timer went to a shard whose lock was free")
+	assert.Equal(t, 1, h.Len())
+	mustCheck(t, h)
+}
+
+// TestShards_MaxShardsAccepted: WithShards accepts every count up to MaxShards.
+func TestShards_MaxShardsAccepted(t *testing.T) {
+	h, err := New(WithShards(MaxShards), WithLevels(2))
+	require.NoError(t, err)
+	assert.Len(t, h.shards, MaxShards)
+}

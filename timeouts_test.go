@@ -475,3 +475,35 @@ func TestTimeouts_Model(t *testing.T) {
 		mustCheck(t, h)
 	}
 }
+
+// TestTimeouts_KeysKeepTheirOwnEntries: many keys added to a fresh
+// set each get an entry of their own (no entry is handed out twice), keep
+// their own deadlines, and expire once each, in order.
+func TestTimeouts_KeysKeepTheirOwnEntries(t *testing.T) {
+	h, clk := newFake(t, WithShards(1))
+	var got []int
+	set := NewTimeouts(h, func(k int) { got = append(got, k) })
+	const n = 3 * timeoutShards * 4
+	mustReturn(t, 5*time.Second, "Timeouts.Add of fresh keys", func() {
+		for k := range n {
+			set.Add(k, time.Duration(k+1)*time.Millisecond)
+		}
+	})
+	assert.Equal(t, n, set.Len())
+	assert.Equal(t, n, h.Len(), "one armed timer per key")
+	assert.NoError(t, set.check())
+	for k := range n {
+		d, ok := set.Deadline(k)
+		if assert.True(t, ok, "key %d is in the set", k) {
+			assert.Equal(t, time.Duration(k+1)*time.Millisecond, d.Sub(h.origin), "key %d's deadline", k)
+		}
+	}
+	clk.Add(time.Second)
+	advanceWithin(t, h, "expiring every key")
+	want := make([]int, n)
+	for k := range want {
+		want[k] = k
+	}
+	assert.Equal(t, want, got, "every key expired once, in deadline order")
+	assert.Equal(t, 0, set.Len())
+}

@@ -1,0 +1,229 @@
+package timingwheel
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/require"
+)
+
+// Helpers of the package-internal tests: watchdogs that name what hung.
+
+// mustReturn runs f on a goroutine of its own and fails the test, naming
+// what hung, unless f returns within d (the hung goroutine is left behind;
+// it holds only the test's own hierarchy). A panic of f is raised again
+// here. If f ends its goroutine by t.FailNow (a require inside it), the test
+// stops here too.
+func mustReturn(t *testing.T, d time.Duration, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	var p any
+	returned := false
+	go func() {
+		defer close(done)
+		defer func() { p = recover() }()
+		f()
+		returned = true
+	}()
+	select {
+	case <-done:
+		if p != nil {
+			panic(p)
+		}
+		if !returned {
+			t.FailNow() // f called t.FailNow (or runtime.Goexit): it has reported why
+		}
+	case <-time.After(d):
+		t.Fatalf("hung: %s did not return within %v", what, d)
+	}
+}
+
+// mustProgress runs f on a goroutine of its own, as mustReturn does, and
+// fails the test, naming what hung and where, if progress (read with
+// atomic loads; f moves it on as it works) stays put for stall.
+func mustProgress(t *testing.T, stall time.Duration, what string, progress *atomic.Int64, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	var p any
+	returned := false
+	go func() {
+		defer close(done)
+		defer func() { p = recover() }()
+		f()
+		returned = true
+	}()
+	tick := time.NewTicker(stall)
+	defer tick.Stop()
+	last := progress.Load()
+	for {
+		select {
+		case <-done:
+			if p != nil {
+				panic(p)
+			}
+			if !returned {
+				t.FailNow()
+			}
+			return
+		case <-tick.C:
+			now := progress.Load()
+			if now == last {
+				t.Fatalf("hung: %s made no progress for %v, at step %d", what, stall, now)
+			}
+			last = now
+		}
+	}
+}
+
+// stopWithin is h.Stop under mustReturn: Stop waits for the driver.
+func stopWithin(t *testing.T, h *Hierarchy, what string) {
+	t.Helper()
+	mustReturn(t, 10*time.Second, "Stop of the driver ("+what+")", h.Stop)
+}
+
+// waitWithin is wg.Wait under mustReturn.
+func waitWithin(t *testing.T, d time.Duration, wg *sync.WaitGroup, what string) {
+	t.Helper()
+	mustReturn(t, d, what, wg.Wait)
+}
+
+// recvWithin waits for a value on ch, failing the test, naming what hung,
+// unless one comes within d.
+func recvWithin[T any](t *testing.T, d time.Duration, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatalf("hung: %s did not happen within %v", what, d)
+		panic("unreachable")
+	}
+}
+
+// inBubble runs f in a synctest bubble under mustReturn: a driver that
+// spins keeps the bubble from ever blocking, and synctest.Wait from
+// returning.
+func inBubble(t *testing.T, what string, f func(t *testing.T)) {
+	t.Helper()
+	mustReturn(t, 10*time.Second, what+" (in a synctest bubble)", func() { synctest.Test(t, f) })
+}
+
+// advanceWithin is h.Advance under mustReturn.
+func advanceWithin(t *testing.T, h *Hierarchy, what string) int {
+	t.Helper()
+	var n int
+	mustReturn(t, 5*time.Second, "Advance ("+what+")", func() { n = h.Advance() })
+	return n
+}
+
+// fakeClock is a manual clock safe for concurrent use. Unlike clock.Mock,
+// moving it does not sleep, so tests can take millions of steps.
+type fakeClock struct {
+	clock.Clock // nil: only Now and Since are implemented
+	mu          sync.Mutex
+	now         time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+func (c *fakeClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+// newMock returns a hierarchy on a fresh clock.Mock.
+func newMock(t *testing.T, opts ...Option) (*Hierarchy, *clock.Mock) {
+	t.Helper()
+	mock := clock.NewMock()
+	h, err := New(append([]Option{WithClock(mock)}, opts...)...)
+	require.NoError(t, err)
+	return h, mock
+}
+
+// newFake returns a hierarchy on a fresh fakeClock.
+func newFake(t testing.TB, opts ...Option) (*Hierarchy, *fakeClock) {
+	t.Helper()
+	clk := newFakeClock()
+	h, err := New(append([]Option{WithClock(clk)}, opts...)...)
+	require.NoError(t, err)
+	return h, clk
+}
+
+// advanceContinuously moves clk by a millisecond and advances h, over and
+// over on its own goroutine, until the returned function is called; that
+// function returns once the goroutine has stopped, or fails the test if it
+// does not within 10s (an Advance hung).
+func advanceContinuously(t *testing.T, h *Hierarchy, clk *fakeClock) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			clk.Add(time.Millisecond)
+			h.Advance()
+		}
+	})
+	return func() {
+		t.Helper()
+		close(done)
+		waitWithin(t, 10*time.Second, &wg, "the goroutine advancing continuously (its Advance)")
+	}
+}
+
+// recorder collects the names of fired timers in order.
+type recorder struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (r *recorder) fn(name string) func() {
+	return func() {
+		r.mu.Lock()
+		r.got = append(r.got, name)
+		r.mu.Unlock()
+	}
+}
+
+func (r *recorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	got := r.got
+	r.got = nil
+	return got
+}
+
+// mustCheck fails the test unless h's invariants hold (see check), or if
+// the check, which takes every shard's lock, does not return within 10s.
+func mustCheck(t testing.TB, h *Hierarchy) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- h.check() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("hung: the invariant check did not return within 10s (a shard's lock left held?)")
+	}
+}
