@@ -19,7 +19,7 @@ import (
 	"github.com/timingwheel/timingwheel"
 )
 
-// Review tests of the bucketed idle events (b48315e, 64577f9): black-box,
+// Review tests of the bucketed idle events: black-box,
 // on net.Pipe or real TCP, the hierarchy driven by hand on a clock.Mock.
 // Each names the section of docs/guarantees.md it checks.
 
@@ -61,7 +61,7 @@ func advanceRecovering(t *testing.T, h *timingwheel.Hierarchy, what string) (p a
 // comment says the conn that panicked keeps its events. fire moves the
 // write mark (mark.due) before calling onRead, so the panic loses the ping
 // for a whole write-idle period.
-func TestIdleReview_PanicInOnReadLosesTheDueWriteIdleEvent(t *testing.T) {
+func TestIdleReview_PanicInOnReadKeepsTheDueWriteIdleEvent(t *testing.T) {
 	h, mock := newMockHierarchy(t)
 	local, _ := pipe(t)
 	pings := newEvents(h)
@@ -423,7 +423,7 @@ func weakRef[T any](p *T) func() bool {
 // not with the tick: an Advance at 100.7ms (tick 100) runs a write-idle
 // event due at 100.5ms, whose tick is 101. A Timer (a conn without the
 // buckets) would fire it at 101ms.
-func TestIdleReview_EventRunsBeforeItsTickFromACoarseBucket(t *testing.T) {
+func TestIdleReview_EventFromACoarseBucketWaitsForItsTick(t *testing.T) {
 	h, mock := newMockHierarchy(t)
 	local, _ := pipe(t)
 	pings := newEvents(h)
@@ -439,7 +439,7 @@ func TestIdleReview_EventRunsBeforeItsTickFromACoarseBucket(t *testing.T) {
 
 // The same for MaxLifetime: closed at 100.7ms for a lifetime ending at
 // 100.5ms, whose tick is 101ms.
-func TestIdleReview_LifetimeEndsBeforeItsTickFromACoarseBucket(t *testing.T) {
+func TestIdleReview_LifetimeFromACoarseBucketWaitsForItsTick(t *testing.T) {
 	h, mock := newMockHierarchy(t)
 	local, peer := pipe(t)
 	c := h.IdleConn(local, time.Hour, timingwheel.MaxLifetime(100*time.Millisecond+500*time.Microsecond))
@@ -455,7 +455,7 @@ func TestIdleReview_LifetimeEndsBeforeItsTickFromACoarseBucket(t *testing.T) {
 // The same through a fine bucket: a Write moves the write mark by half a
 // tick after the conn was filed, so the bucket fires a tick before the
 // event's tick, with the clock past the (unrounded) event.
-func TestIdleReview_EventRunsBeforeItsTickAfterAWrite(t *testing.T) {
+func TestIdleReview_EventAfterAWriteWaitsForItsTick(t *testing.T) {
 	h, mock := newMockHierarchy(t)
 	local, peer := pipe(t)
 	pings := newEvents(h)
