@@ -83,13 +83,7 @@ func newPModel(tb testing.TB, l layout, desc string, src source, progress *atomi
 	mock := clock.NewMock()
 	// Start off the tick of every layout, as simulation_test.go does.
 	mock.Set(time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.UTC))
-	opts := []Option{WithClock(mock), WithTick(l.tick), WithShards(max(l.shards, 1))}
-	slots := l.slots
-	if slots == nil {
-		slots = []int{1000, 60, 60, 24}
-	} else {
-		opts = append(opts, WithLevels(l.slots...))
-	}
+	opts, slots := l.options(mock)
 	h, err := New(opts...)
 	if err != nil {
 		tb.Fatal(err)

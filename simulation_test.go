@@ -192,17 +192,21 @@ func clampNs(ns int64) int64 { return max(ns, math.MinInt64+2) }
 
 func (s *sim) elapsed() int64 { return int64(s.clk.now.Sub(s.h.origin)) }
 
+// options returns the options that make l's hierarchy on clock c, and
+// the slots of its levels.
+func (l layout) options(c clock.Clock) ([]Option, []int) {
+	opts := []Option{WithClock(c), WithTick(l.tick), WithShards(max(l.shards, 1))}
+	if l.slots == nil {
+		return opts, []int{1000, 60, 60, 24}
+	}
+	return append(opts, WithLevels(l.slots...)), l.slots
+}
+
 func newSim(tb testing.TB, l layout, desc string, src source) *sim {
 	// Start the clock at an instant that is not a multiple of any tick.
 	start := time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.UTC)
 	clk := &simClock{now: start}
-	opts := []Option{WithClock(clk), WithTick(l.tick), WithShards(max(l.shards, 1))}
-	slots := l.slots
-	if slots == nil {
-		slots = []int{1000, 60, 60, 24}
-	} else {
-		opts = append(opts, WithLevels(l.slots...))
-	}
+	opts, slots := l.options(clk)
 	h, err := New(opts...)
 	if err != nil {
 		tb.Fatal(err)
