@@ -65,11 +65,13 @@ type shard struct {
 }
 
 // Long work — cascading a slot, sorting past deadlines — is done in
-// batches of at most this many timers per hold of a shard's lock (about
-// 10–20µs), so that stopping or re-arming a timer of that shard never
-// waits for more; arming a new timer does not wait at all, as it goes to
-// another shard (see arm). A batch is large enough that letting waiters in
-// between two costs the long work little.
+// batches of at most this many timers per hold of a shard's lock (measured
+// for a cascade: about 30µs when the timers are in cache, about 0.45ms
+// when each is a cache miss), so that stopping or re-arming a timer of
+// that shard never waits for more; arming a new timer does not wait at
+// all while another shard's lock is free (see Hierarchy.lockAnyShard). A
+// batch is large enough that letting waiters in between two costs the
+// long work little.
 const batch = 2048
 
 // nextBudget is how many timers Next looks at per shard.

@@ -28,13 +28,14 @@
 //     there was none); for a key, Deadline reports whether the key is in the
 //     set.
 //   - A callback starts only for an armed timer, only once its deadline is
-//     due, due(D) <= T for the Advance's clock T, and disarms it
-//     (guarantees 1 and 4).
+//     due, due(D) <= T for the Advance's clock T, and disarms it ("Never
+//     early, at most one tick late" and "Exactly once" in
+//     docs/guarantees.md).
 //   - An Advance is two events, its start and its return: an arming that is
 //     armed and due at the Advance's clock when it starts has fired, or has
-//     been stopped or replaced, by the time it returns (guarantee 1: every
-//     due timer fires). A replacement armed while it runs, due or not, may
-//     wait for the next Advance (guarantees 4 and 5).
+//     been stopped or replaced, by the time it returns (every due timer
+//     fires). A replacement armed while it runs, due or not, may wait for
+//     the next Advance ("Exactly once" and "Callbacks may call back").
 //
 // Clock readings are modelled as intervals: each operation records the
 // clock before it is called and after it returns, and the reading at its
