@@ -18,8 +18,9 @@ import (
 // deadline of the largest time.Duration, or a clock read far in the past,
 // is handled like any other.
 
-// Markers kept in Timer.filed instead of a tick. Deadlines are clamped to
-// minDeadline so that no real tick can collide with them.
+// Markers: unarmed in Timer.filed instead of a tick, neverArmed in
+// Timer.when instead of a deadline. Deadlines are clamped to minDeadline,
+// above both, so that no real tick or deadline can collide with them.
 const (
 	unarmed     = math.MinInt64     // not in any list: never armed, stopped, or fired
 	minDeadline = math.MinInt64 + 2 // earliest deadline representable, in ns since origin
