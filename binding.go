@@ -4,7 +4,8 @@ package timingwheel
 // whose lock guards it, and how it runs, once or periodically, on the
 // advancing goroutine or through an executor (see Timer.InitOn). Keeping
 // these here rather than in a word of every Timer keeps the Timer at 48
-// bytes, a size class of its own: a Timer of 56 bytes costs 64 on the heap.
+// bytes, a size class of its own: a Timer of 56 bytes would cost 64 on the
+// heap.
 //
 // Bindings are shared: every one-shot timer of a shard points to the
 // shard's oneShot, and periodic timers to the binding the shard keeps for

@@ -13,8 +13,8 @@ import (
 var ErrInvalidConfig = errors.New("timingwheel: invalid config")
 
 // MaxSlots is the largest number of slots [WithLevels] accepts for one
-// level. Each slot takes 56 bytes per shard, so a level this large takes
-// about 235 MB per shard.
+// level. Each slot takes 48 bytes per shard, so a level this large takes
+// about 201 MB per shard.
 const MaxSlots = 1 << 22
 
 // MaxShards is the largest number of shards [WithShards] accepts.
@@ -56,7 +56,7 @@ func WithTick(d time.Duration) Option {
 // at least one level and every level needs at least 2 (and at most
 // [MaxSlots]) slots; counts need not be powers of two. Deadlines beyond the
 // top level are held in further levels added as needed, each with as many
-// slots as the last level given. Each slot costs 56 bytes in every shard; as
+// slots as the last level given. Each slot costs 48 bytes in every shard; as
 // the last count also sizes every overflow level, keep it small.
 func WithLevels(slots ...int) Option {
 	slots = append([]int(nil), slots...) // the caller may reuse its slice
