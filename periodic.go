@@ -28,7 +28,8 @@ import (
 // instant; [Timer.Reset] and [Timer.ResetAt] make the timer a one-shot
 // one, and [Timer.ResetEvery] changes its period. Every panics if f is nil
 // or p <= 0. Each call allocates the Timer; a timer held by value and
-// armed with ResetEvery allocates nothing.
+// armed with ResetEvery allocates nothing once its shard knows the period
+// (see [Timer.ResetEvery]).
 func (h *Hierarchy) Every(p time.Duration, f func()) *Timer {
 	h.mustBeMade("Every")
 	if f == nil {
@@ -40,8 +41,11 @@ func (h *Hierarchy) Every(p time.Duration, f func()) *Timer {
 // ResetEvery re-arms t, a timer bound to its hierarchy by AfterFunc, AtFunc,
 // Every, Init or InitOn, to run its callback every p from now, as
 // [Hierarchy.Every] does. It reports whether t was armed, as [Timer.Reset]
-// does: true means this call also cancelled the pending firing. It
-// allocates nothing, and panics if p <= 0.
+// does: true means this call also cancelled the pending firing. It panics
+// if p <= 0. It allocates nothing once t's shard has seen the period p: the
+// first timer of a period in a shard allocates the 32 bytes the shard keeps
+// for that period, for up to 1024 periods per shard (a conn with a period
+// of its own, a jittered ping, pays that once per period).
 func (t *Timer) ResetEvery(p time.Duration) bool {
 	t.shard("ResetEvery")
 	return t.resetTo(arming{v: int64(p), rel: true, period: period("ResetEvery", p), move: true})
