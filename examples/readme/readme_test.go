@@ -217,6 +217,97 @@ func TestSearchHandler(t *testing.T) {
 	})
 }
 
+// serveIdle serves ln, closing each conn that reads nothing for idle:
+// handle's blocked Read then returns an error that errors.Is reports as
+// timingwheel.ErrIdle (and os.ErrDeadlineExceeded, as a read deadline's).
+func serveIdle(h *timingwheel.Hierarchy, ln net.Listener, idle time.Duration, handle func(net.Conn)) error {
+	ln = h.IdleListener(ln, idle)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		go handle(c)
+	}
+}
+
+// TestServeIdle runs serveIdle over real sockets on 127.0.0.1, on a clock
+// moved by hand (the server echoes each line, so its Read has re-armed the
+// idle close before the clock moves on): a client that talks is not
+// closed, and once it falls silent its conn is closed at the idle time, not
+// before, and the server's Read returns the idle error.
+func TestServeIdle(t *testing.T) {
+	mock := &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	h, err := timingwheel.New(timingwheel.WithClock(mock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		lines int
+		err   error
+	}
+	results := make(chan result, 1)
+	served := make(chan error, 1)
+	go func() {
+		served <- serveIdle(h, ln, time.Minute, func(c net.Conn) {
+			defer c.Close()
+			lines := bufio.NewScanner(c)
+			n := 0
+			for lines.Scan() {
+				n++
+				fmt.Fprintln(c, lines.Text()) // the echo
+			}
+			results <- result{n, lines.Err()}
+		})
+	}()
+	defer func() {
+		ln.Close()
+		if err := <-served; !errors.Is(err, net.ErrClosed) {
+			t.Errorf("serveIdle returned %v, want net.ErrClosed", err)
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second)) // a watchdog: a hung read or write fails the test
+	echoes := bufio.NewReader(c)
+	talk := func(at time.Duration) {
+		t.Helper()
+		if _, err := fmt.Fprintln(c, "hello"); err != nil {
+			t.Fatalf("at %v: the client was closed while it talked: %v", at, err)
+		}
+		if line, err := echoes.ReadString('\n'); err != nil || line != "hello\n" {
+			t.Fatalf("at %v: the echo: %q, %v", at, line, err)
+		}
+	}
+	at := time.Duration(0)
+	for ; at < 5*time.Minute; at += 59 * time.Second {
+		talk(at) // never silent for a minute
+		mock.Add(59 * time.Second)
+		h.Advance()
+	}
+	talk(at) // 59s after the last line: still open
+	mock.Add(time.Minute)
+	h.Advance() // a minute after the last line: closed
+	select {
+	case r := <-results:
+		if r.lines != 7 {
+			t.Errorf("the server read %d lines, want 7", r.lines)
+		}
+		if !errors.Is(r.err, timingwheel.ErrIdle) || !errors.Is(r.err, os.ErrDeadlineExceeded) {
+			t.Errorf("the server's Read: %v, want timingwheel.ErrIdle and os.ErrDeadlineExceeded", r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("watchdog: the silent conn was not closed within 10s of its idle time")
+	}
+}
+
 // idleEvents closes a conn after a minute with nothing read, pings a peer
 // written nothing for 15s, and cuts every conn at a day.
 func idleEvents(h *timingwheel.Hierarchy, ln net.Listener) net.Listener {
@@ -420,6 +511,101 @@ func TestSessionPingIdle(t *testing.T) {
 			t.Fatalf("ping %d: %q, %v", i+1, line, err)
 		}
 	}
+}
+
+// eventLoop runs the tasks other goroutines post, one at a time on its own
+// goroutine, as a netpoll server's loop or a worker does.
+type eventLoop struct {
+	mu      sync.Mutex
+	tasks   []func()
+	wake    chan struct{} // one slot: tasks are waiting
+	running int           // written only by the loop: a task is running
+}
+
+// post queues task for the loop. It never blocks, so it can be a timer's
+// executor: a timer bound by InitOn calls it on the advancing goroutine.
+func (l *eventLoop) post(task func()) {
+	l.mu.Lock()
+	l.tasks = append(l.tasks, task)
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run runs the posted tasks until done is closed.
+func (l *eventLoop) run(done <-chan struct{}) {
+	for {
+		select {
+		case <-done:
+			return
+		case <-l.wake:
+		}
+		l.mu.Lock()
+		tasks := l.tasks
+		l.tasks = nil
+		l.mu.Unlock()
+		for _, task := range tasks {
+			l.running++
+			task()
+			l.running--
+		}
+	}
+}
+
+// loopConn is a connection's state, owned by its event loop.
+type loopConn struct {
+	loop     *eventLoop
+	closed   int  // times close ran
+	onLoop   bool // close ran on the loop
+	closedAt time.Time
+}
+
+func (c *loopConn) close() {
+	c.closed++
+	c.onLoop = c.loop.running == 1
+	c.closedAt = time.Now()
+}
+
+// TestTimerOnEventLoop runs README's executor snippet with the driver: the
+// callback runs on the loop, once, a minute after the last Reset, and a
+// Reset made on the loop pushes it back.
+func TestTimerOnEventLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, err := timingwheel.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Start()
+		defer h.Stop()
+		loop := &eventLoop{wake: make(chan struct{}, 1)}
+		done, stopped := make(chan struct{}), make(chan struct{})
+		go func() { loop.run(done); close(stopped) }()
+		defer func() { close(done); <-stopped }()
+		conn := &loopConn{loop: loop}
+		start := time.Now()
+
+		// conn belongs to the loop: its idle timer's callback is queued
+		// there by loop.post (an executor must not block) and runs there.
+		var idle timingwheel.Timer
+		idle.InitOn(h, loop.post, conn.close)
+		idle.Reset(time.Minute)
+
+		time.Sleep(50 * time.Second)
+		loop.post(func() { idle.Reset(time.Minute) }) // traffic, seen on the loop
+		time.Sleep(3 * time.Minute)
+		synctest.Wait()
+		seen := make(chan loopConn, 1)
+		loop.post(func() { seen <- *conn })
+		got := <-seen
+		if got.closed != 1 || !got.onLoop {
+			t.Fatalf("close ran %d times, on the loop: %v; want once, on the loop", got.closed, got.onLoop)
+		}
+		if at, want := got.closedAt.Sub(start), 110*time.Second; at < want || at > want+time.Millisecond {
+			t.Errorf("closed at %v, want %v (a minute after the Reset at 50s), within a tick", at, want)
+		}
+	})
 }
 
 // TestSnippetsBindTimersBeforeTheirCallbacksUseThem fails on the shape of
