@@ -3,32 +3,24 @@ package demo
 import (
 	"flag"
 	"io"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/timingwheel/timingwheel/internal/demotest"
 )
 
 func TestParseFlagsRejectsAnArgumentAfterTheFlags(t *testing.T) {
-	for _, tt := range []struct {
-		args []string
-		want string // in the error; "" for none
-	}{
+	demotest.CheckFlags(t, func(args []string) error {
+		fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		fs.Int("n", 1, "")
+		return ParseFlags(fs, args)
+	}, demotest.FlagCases{
 		{nil, ""},
 		{[]string{"-n", "3"}, ""},
 		{[]string{"-n", "3", "extra"}, `unexpected argument "extra" (all settings are flags; see -help)`},
 		{[]string{"-n", "x"}, "invalid value"},
-	} {
-		fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		fs.Int("n", 1, "")
-		err := ParseFlags(fs, tt.args)
-		switch {
-		case tt.want == "" && err != nil:
-			t.Errorf("ParseFlags(%q) = %v, want no error", tt.args, err)
-		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-			t.Errorf("ParseFlags(%q) = %v, want an error containing %q", tt.args, err, tt.want)
-		}
-	}
+	})
 }
 
 func TestQuantileIndexesTheSortedCopy(t *testing.T) {
