@@ -12,8 +12,10 @@ import (
 // deadline gets 504, and the keep-alive conn is closed once idle, never
 // before.
 func TestRun(t *testing.T) {
+	// The slow handler works 3×Idle: Timeout must leave it room, or the
+	// deadline and the work race (Timeout 3×Idle failed 1 run in 4).
 	rep, err := demotest.Within(t, 30*time.Second, "run", func() (*report, error) {
-		return run(config{Idle: 100 * time.Millisecond, Timeout: 300 * time.Millisecond})
+		return run(config{Idle: 100 * time.Millisecond, Timeout: 600 * time.Millisecond})
 	})
 	if err != nil {
 		t.Fatal(err)
