@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/demo"
 )
 
 func main() {
@@ -54,15 +55,9 @@ func main() {
 		os.Exit(2)
 	}
 	rep, err := run(cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "deadline:", err)
-		os.Exit(1)
-	}
+	demo.ExitOnError("deadline", err)
 	rep.print(os.Stdout)
-	if problems := rep.problems(); len(problems) > 0 {
-		for _, p := range problems {
-			fmt.Fprintln(os.Stderr, "deadline: FAIL:", p)
-		}
+	if demo.PrintProblems("deadline: FAIL:", rep.problems()) {
 		os.Exit(1)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/timingwheel/timingwheel/internal/demotest"
 )
 
 // TestRun serves a few dozen requests with a short timeout and applies the
@@ -14,27 +16,11 @@ func TestRun(t *testing.T) {
 	// if its handler is held up for 90ms, which the server tells apart
 	// (Stalled) from a deadline that came early (Earliest).
 	cfg := config{Requests: 40, Clients: 10, Timeout: 100 * time.Millisecond}
-	done := make(chan struct{})
-	var rep *report
-	var err error
-	go func() {
-		defer close(done)
-		rep, err = run(cfg)
-	}()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("hung: run did not return within 30s")
-	}
+	rep, err := demotest.Within(t, 30*time.Second, "run", func() (*report, error) { return run(cfg) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out strings.Builder
-	rep.print(&out)
-	t.Log("\n" + out.String())
-	for _, p := range rep.problems() {
-		t.Error(p)
-	}
+	demotest.LogReport(t, rep.print, rep.problems())
 	if rep.Stalled > 0 {
 		t.Logf("%d fast requests timed out after the machine held their handlers up past the deadline (not a failure)", rep.Stalled)
 	}

@@ -28,7 +28,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -36,17 +35,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/timingwheel/timingwheel/internal/demo"
 )
 
 func main() {
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "idleconn:", err)
-		os.Exit(2)
-	}
+	demo.ExitOnFlagError("idleconn", err)
 	cfg.Progress = os.Stdout
 	cfg.Notes = os.Stdout // in order with the progress lines
 	cfg.CPUProfile = true
@@ -69,13 +64,9 @@ func main() {
 		c := cfg
 		c.Mode = mode
 		rep, err := run(ctx, c)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "idleconn:", err)
-			os.Exit(1)
-		}
+		demo.ExitOnError("idleconn", err)
 		rep.print(os.Stdout)
-		for _, p := range rep.problems() {
-			fmt.Fprintf(os.Stderr, "idleconn: FAIL (mode %s): %s\n", mode, p)
+		if demo.PrintProblems("idleconn: FAIL (mode "+mode+"):", rep.problems()) {
 			failed = true
 		}
 		reps = append(reps, rep)
@@ -127,11 +118,8 @@ clients only, until Ctrl-C or -duration.
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := demo.ParseFlags(fs, args); err != nil {
 		return config{}, err
-	}
-	if fs.NArg() > 0 {
-		return config{}, fmt.Errorf("unexpected argument %q (all settings are flags; see -help)", fs.Arg(0))
 	}
 	durationSet := false
 	fs.Visit(func(f *flag.Flag) { durationSet = durationSet || f.Name == "duration" })

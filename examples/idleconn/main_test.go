@@ -13,6 +13,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/demotest"
 )
 
 // outsider is an outside client of a test run: it connects once the server
@@ -88,17 +89,11 @@ func TestRun(t *testing.T) {
 	hello := newOutsider(0, false, "hello")
 	cfg.Listening = func(addr string) { hello.start(t, addr) }
 
-	rep, err := run(context.Background(), cfg)
+	rep, err := demotest.Within(t, 60*time.Second, "a run of 4s", func() (*report, error) { return run(context.Background(), cfg) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out strings.Builder
-	rep.print(&out)
-	t.Log(out.String())
-
-	for _, p := range rep.problems() {
-		t.Error(p)
-	}
+	out := demotest.LogReport(t, rep.print, rep.problems())
 	if rep.Conns != cfg.Conns {
 		t.Errorf("ran %d connections, want %d", rep.Conns, cfg.Conns)
 	}
@@ -121,7 +116,7 @@ func TestRun(t *testing.T) {
 	if err := <-hello.err; err != io.EOF {
 		t.Errorf("the outside client's read ended with %v, want io.EOF (closed by the server)", err)
 	}
-	if !strings.Contains(out.String(), "result                 OK") {
+	if !strings.Contains(out, "result                 OK") {
 		t.Errorf("the report does not say OK")
 	}
 
@@ -149,7 +144,7 @@ func TestRun(t *testing.T) {
 		t.Errorf("lateness histogram holds %d firings (want %d), max %v (want > 0)", counted, st.Fired, st.MaxLateness)
 	}
 	for _, want := range []string{"\n  wheel lateness         p50 ≤", "\n  wheel timers           ", "due tick to the Advance"} {
-		if !strings.Contains(out.String(), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("the report does not say %q", want)
 		}
 	}
@@ -238,20 +233,15 @@ func TestRun_Deadline(t *testing.T) {
 	cfg.Progress = t.Output()
 	cfg.Notes = t.Output()
 
-	rep, err := run(context.Background(), cfg)
+	rep, err := demotest.Within(t, 60*time.Second, "a run of 2.5s", func() (*report, error) { return run(context.Background(), cfg) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out strings.Builder
-	rep.print(&out)
-	t.Log(out.String())
-	for _, p := range rep.problems() {
-		t.Error(p)
-	}
+	out := demotest.LogReport(t, rep.print, rep.problems())
 	if want := 20; rep.Silent != want || rep.SilentClosed != want || len(rep.Lateness) != want {
 		t.Errorf("%d silent clients, %d closed, %d closes recorded; want %d each", rep.Silent, rep.SilentClosed, len(rep.Lateness), want)
 	}
-	if !strings.Contains(out.String(), "mode deadline") || !strings.Contains(out.String(), "SetReadDeadline") {
+	if !strings.Contains(out, "mode deadline") || !strings.Contains(out, "SetReadDeadline") {
 		t.Errorf("the report does not say it ran on read deadlines")
 	}
 	if rep.Wheel != nil {
@@ -355,10 +345,10 @@ func TestRun_PortInUse(t *testing.T) {
 }
 
 func TestParseFlags(t *testing.T) {
-	for _, tt := range []struct {
-		args []string
-		want string // in the error; "" for none
-	}{
+	demotest.CheckFlags(t, func(args []string) error {
+		_, err := parseFlags(args, io.Discard)
+		return err
+	}, demotest.FlagCases{
 		{nil, ""},
 		{[]string{"-conns", "100", "-timeout", "2s", "-silent", "0"}, ""},
 		{[]string{"-silent", "1", "-duration", "5s"}, ""},
@@ -382,15 +372,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-addr", "127.0.0.1"}, "not host:port"},
 		{[]string{"-timeout", "soon"}, "invalid value"},
 		{[]string{"extra"}, "unexpected argument"},
-	} {
-		_, err := parseFlags(tt.args, io.Discard)
-		switch {
-		case tt.want == "" && err != nil:
-			t.Errorf("parseFlags(%q) = %v, want no error", tt.args, err)
-		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-			t.Errorf("parseFlags(%q) = %v, want an error containing %q", tt.args, err, tt.want)
-		}
-	}
+	})
 }
 
 // TestUsage checks that -h states the protocol for outside clients.

@@ -479,7 +479,9 @@ func run(ctx context.Context, cfg config) (*report, error) {
 		// Connect, a few dozen at a time so the listen queue never overflows.
 		dialStart := time.Now()
 		srv.dialing.Store(true)
-		err := dialAll(rep.Addr, clients, func(cl *client) {
+		failed, err := demo.DialAll(rep.Addr, n, func(i int, c net.Conn) {
+			cl := clients[i]
+			cl.conn, cl.addr = c, c.LocalAddr().String()
 			// Known as a demo client before it sends anything.
 			demoMu.Lock()
 			demoAddrs[cl.addr] = true
@@ -492,7 +494,7 @@ func run(ctx context.Context, cfg config) (*report, error) {
 		})
 		srv.dialing.Store(false)
 		if err != nil {
-			return nil, err
+			return nil, dialError(failed, n, err)
 		}
 		rep.ConnectTime = time.Since(dialStart)
 		// Wait for the server to have them all, then weigh the process; the
@@ -500,7 +502,7 @@ func run(ctx context.Context, cfg config) (*report, error) {
 		for wait := time.Now().Add(10 * time.Second); srv.open.Load() < int64(n) && time.Now().Before(wait); {
 			time.Sleep(time.Millisecond)
 		}
-		heapOpen = heapAfterGC()
+		heapOpen = demo.MemAfterGC().HeapAlloc
 		fmt.Fprintf(progress, "idleconn: mode %s (%s); server on %s\n", cfg.Mode, how, rep.Addr)
 		fmt.Fprintf(progress, "idleconn: %d clients connected in %v (%d will fall silent); timeout %v, running %v\n",
 			n, rep.ConnectTime.Round(time.Millisecond), nSilent, cfg.Timeout, cfg.Duration)
@@ -597,53 +599,12 @@ loop:
 		// Measured against the heap after the teardown rather than before
 		// the start: exited goroutines' descriptors stay for reuse, so
 		// against the start a second run in one process would look lighter.
-		rep.HeapPerConn = float64(int64(heapOpen)-int64(heapAfterGC())) / float64(n)
+		rep.HeapPerConn = float64(int64(heapOpen)-int64(demo.MemAfterGC().HeapAlloc)) / float64(n)
 	}
 	if cfg.Mode == modeWheel && n > 0 {
 		rep.WheelBytesPerConn = wheelBytesPerConn(cfg.Timeout)
 	}
 	return rep, nil
-}
-
-// dialAll connects every client, calling started for each as soon as it is
-// connected.
-func dialAll(addr string, clients []*client, started func(*client)) error {
-	const parallel = 64
-	ids := make(chan int)
-	errs := make(chan error, parallel)
-	var wg sync.WaitGroup
-	for range parallel {
-		wg.Go(func() {
-			d := net.Dialer{Timeout: 10 * time.Second}
-			for i := range ids {
-				c, err := d.Dial("tcp", addr)
-				if err != nil {
-					errs <- dialError(i, len(clients), err)
-					return
-				}
-				clients[i].conn, clients[i].addr = c, c.LocalAddr().String()
-				started(clients[i])
-			}
-		})
-	}
-	var err error
-feed:
-	for i := range clients {
-		select {
-		case ids <- i:
-		case err = <-errs:
-			break feed
-		}
-	}
-	close(ids)
-	wg.Wait()
-	if err == nil {
-		select {
-		case err = <-errs:
-		default:
-		}
-	}
-	return err
 }
 
 func dialError(i, n int, err error) error {
@@ -672,15 +633,6 @@ func listen(addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("cannot listen on %s: no such address on this machine; use 127.0.0.1", addr)
 	}
 	return nil, fmt.Errorf("cannot listen on %s: %w", addr, err)
-}
-
-// heapAfterGC returns the bytes of live heap objects after a full GC.
-func heapAfterGC() uint64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC() // what had a finalizer is freed by the second
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }
 
 // lockedWriter serializes writes to w.

@@ -36,7 +36,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,36 +44,26 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/timingwheel/timingwheel/internal/demo"
 )
 
 func main() {
 	cfg, jsonOut, err := parseFlags(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "pinger:", err)
-		os.Exit(2)
-	}
+	demo.ExitOnFlagError("pinger", err)
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64() | 1 // one workload for both modes
 	}
 	cfg.Progress = os.Stdout
 	if cfg.Mode != modeBoth {
 		rep, err := run(cfg)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "pinger:", err)
-			os.Exit(1)
-		}
+		demo.ExitOnError("pinger", err)
 		rep.print(os.Stdout)
 		if jsonOut != "" {
 			b, _ := json.Marshal(rep)
-			if err := os.WriteFile(jsonOut, b, 0o644); err != nil {
-				fmt.Fprintln(os.Stderr, "pinger:", err)
-				os.Exit(1)
-			}
+			demo.ExitOnError("pinger", os.WriteFile(jsonOut, b, 0o644))
 		}
-		if fail(rep) {
+		if demo.PrintProblems("pinger: FAIL (mode "+rep.Mode+"):", rep.problems()) {
 			os.Exit(1)
 		}
 		return
@@ -96,14 +85,6 @@ func main() {
 	if failed {
 		os.Exit(1)
 	}
-}
-
-// fail prints the report's problems and reports whether it has any.
-func fail(rep *report) bool {
-	for _, p := range rep.problems() {
-		fmt.Fprintf(os.Stderr, "pinger: FAIL (mode %s): %s\n", rep.Mode, p)
-	}
-	return len(rep.problems()) > 0
 }
 
 // runChild runs one mode in a fresh process of this program, its output
@@ -152,11 +133,8 @@ func parseFlags(args []string, errOut io.Writer) (cfg config, jsonOut string, er
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long each mode runs once its clients are connected")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed (0: pick one)")
 	fs.StringVar(&jsonOut, "json", "", "also write the report to this `file`, as JSON (for -mode both's child processes)")
-	if err := fs.Parse(args); err != nil {
+	if err := demo.ParseFlags(fs, args); err != nil {
 		return cfg, "", err
-	}
-	if fs.NArg() > 0 {
-		return cfg, "", fmt.Errorf("unexpected argument %q (all settings are flags; see -help)", fs.Arg(0))
 	}
 	return cfg, jsonOut, cfg.validate()
 }

@@ -2,9 +2,10 @@ package main
 
 import (
 	"io"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/timingwheel/timingwheel/internal/demotest"
 )
 
 // TestRun runs both modes at small scale, with the checks of the exit
@@ -30,26 +31,11 @@ func TestRun(t *testing.T) {
 			cfg.Seed = 23
 			// run waits up to 10s for the dials, 10s for the accepts and
 			// 10s for the silent clients' closes on a loaded machine.
-			done := make(chan struct{})
-			wd := time.AfterFunc(60*time.Second, func() {
-				select {
-				case <-done:
-				default:
-					panic("hung: a run of 1.4s did not return within 60s")
-				}
-			})
-			defer wd.Stop()
-			rep, err := run(cfg)
-			close(done)
+			rep, err := demotest.Within(t, 60*time.Second, "a run of 1.4s", func() (*report, error) { return run(cfg) })
 			if err != nil {
 				t.Fatal(err)
 			}
-			var out strings.Builder
-			rep.print(&out)
-			t.Log(out.String())
-			for _, p := range rep.problems() {
-				t.Error(p)
-			}
+			demotest.LogReport(t, rep.print, rep.problems())
 			if rep.Closes != rep.Silent || rep.Silent != 20 {
 				t.Errorf("%d idle closes of %d silent clients, want 20 of 20", rep.Closes, rep.Silent)
 			}

@@ -10,12 +10,12 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/demo"
 )
 
 // The ways the server keeps its pings and idle closes (-mode).
@@ -483,10 +483,7 @@ func (cl *client) read(s *server) {
 
 // memory returns HeapAlloc and StackInuse after a GC, and the goroutines.
 func memory() (heap, stack uint64, goroutines int) {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
+	ms := demo.MemAfterGC()
 	return ms.HeapAlloc, ms.StackInuse, runtime.NumGoroutine()
 }
 
@@ -504,8 +501,8 @@ func run(cfg config) (*report, error) {
 		progress = io.Discard
 	}
 	n := cfg.Conns
-	if limit := raiseFileLimit(2*uint64(n) + 64); limit != 0 && limit < 2*uint64(n)+64 {
-		n = int(max(limit, 64)-64) / 2
+	if limit, _ := demo.RaiseFileLimit(demo.FDsNeeded(n)); limit != 0 && limit < demo.FDsNeeded(n) {
+		n = demo.ConnsThatFit(limit)
 		fmt.Fprintf(progress, "pinger: running %d conns, not %d: the open file limit is %d (both ends are in this process)\n", n, cfg.Conns, limit)
 	}
 	if n < 1 {
@@ -558,8 +555,8 @@ func run(cfg config) (*report, error) {
 	defer teardown()
 	var readers sync.WaitGroup
 	dialStart := time.Now()
-	if err := dialAll(ln.Addr().String(), clients); err != nil {
-		return nil, err
+	if _, err := demo.DialAll(ln.Addr().String(), n, func(i int, c net.Conn) { clients[i].conn = c }); err != nil {
+		return nil, fmt.Errorf("connecting the clients: %w", err)
 	}
 	for wait := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		s.mu.Lock()
@@ -583,7 +580,7 @@ func run(cfg config) (*report, error) {
 	// Run: heartbeats start, silent clients stop at random moments that
 	// leave their last deadline slack before the end.
 	start := s.since()
-	cpu0 := processCPU()
+	cpu0, _ := demo.ProcessCPU()
 	window := cfg.Duration - cfg.Timeout - slack
 	for _, cl := range clients {
 		if cl.silent {
@@ -621,7 +618,8 @@ loop:
 	<-msgDone
 	endAt := s.since()
 	rep.Elapsed = time.Duration(endAt - start)
-	rep.CPU = processCPU() - cpu0
+	cpu1, _ := demo.ProcessCPU()
+	rep.CPU = cpu1 - cpu0
 	for _, cl := range clients {
 		cl.hb.Stop()
 	}
@@ -695,39 +693,6 @@ func quantiles(ds []time.Duration) []int {
 	if len(ds) == 0 {
 		return nil
 	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	at := func(q float64) int { return int(s[min(len(s)-1, int(q*float64(len(s))))] / time.Microsecond) }
-	return []int{at(0.5), at(0.99), int(s[len(s)-1] / time.Microsecond)}
-}
-
-// dialAll connects every client, 64 at a time.
-func dialAll(addr string, clients []*client) error {
-	ids := make(chan int)
-	var failed atomic.Pointer[error]
-	var wg sync.WaitGroup
-	for range 64 {
-		wg.Go(func() {
-			for i := range ids {
-				c, err := net.DialTimeout("tcp", addr, 10*time.Second)
-				if err != nil {
-					failed.CompareAndSwap(nil, &err)
-					continue
-				}
-				clients[i].conn = c
-			}
-		})
-	}
-	for i := range clients {
-		if failed.Load() != nil {
-			break
-		}
-		ids <- i
-	}
-	close(ids)
-	wg.Wait()
-	if err := failed.Load(); err != nil {
-		return fmt.Errorf("connecting the clients: %w", *err)
-	}
-	return nil
+	at := func(q float64) int { return int(demo.Quantile(ds, q) / time.Microsecond) }
+	return []int{at(0.5), at(0.99), at(1)}
 }

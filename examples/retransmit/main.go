@@ -21,34 +21,23 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/timingwheel/timingwheel/internal/demo"
 )
 
 func main() {
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "retransmit:", err)
-		os.Exit(2)
-	}
+	demo.ExitOnFlagError("retransmit", err)
 	cfg.Progress = os.Stdout
 
 	rep, err := run(cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "retransmit:", err)
-		os.Exit(1)
-	}
+	demo.ExitOnError("retransmit", err)
 	rep.print(os.Stdout)
-	if problems := rep.problems(); len(problems) > 0 {
-		for _, p := range problems {
-			fmt.Fprintln(os.Stderr, "retransmit: FAIL:", p)
-		}
+	if demo.PrintProblems("retransmit: FAIL:", rep.problems()) {
 		os.Exit(1)
 	}
 }
@@ -72,11 +61,8 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 			"retransmitting on timers from timingwheel, then reports how it went.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := demo.ParseFlags(fs, args); err != nil {
 		return config{}, err
-	}
-	if fs.NArg() > 0 {
-		return config{}, fmt.Errorf("unexpected argument %q (all settings are flags; see -help)", fs.Arg(0))
 	}
 	if err := cfg.validate(); err != nil {
 		return config{}, err

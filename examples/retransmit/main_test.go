@@ -3,12 +3,12 @@ package main
 import (
 	"io"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/demotest"
 )
 
 // TestRun transfers a few hundred packets through a lossy receiver and
@@ -41,13 +41,7 @@ func TestRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var out strings.Builder
-			rep.print(&out)
-			t.Log(out.String())
-
-			for _, p := range rep.problems() {
-				t.Error(p)
-			}
+			demotest.LogReport(t, rep.print, rep.problems())
 			if rep.Delivered != int64(cfg.Packets) {
 				t.Errorf("delivered %d packets, want %d", rep.Delivered, cfg.Packets)
 			}
@@ -237,10 +231,10 @@ func TestRTOEstimator(t *testing.T) {
 }
 
 func TestParseFlags(t *testing.T) {
-	for _, tt := range []struct {
-		args []string
-		want string // in the error; "" for none
-	}{
+	demotest.CheckFlags(t, func(args []string) error {
+		_, err := parseFlags(args, io.Discard)
+		return err
+	}, demotest.FlagCases{
 		{nil, ""},
 		{[]string{"-packets", "10", "-loss", "0", "-window", "1"}, ""},
 		{[]string{"-packets", "0"}, "-packets must be at least 1"},
@@ -253,13 +247,5 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-initial-rto", "-1s"}, "-initial-rto must be positive"},
 		{[]string{"-max-rto", "5ms"}, "-max-rto (5ms) must not be below -min-rto (10ms)"},
 		{[]string{"extra"}, "unexpected argument"},
-	} {
-		_, err := parseFlags(tt.args, io.Discard)
-		switch {
-		case tt.want == "" && err != nil:
-			t.Errorf("parseFlags(%q) = %v, want no error", tt.args, err)
-		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-			t.Errorf("parseFlags(%q) = %v, want an error containing %q", tt.args, err, tt.want)
-		}
-	}
+	})
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/timingwheel/timingwheel/internal/demo"
 )
 
 // runAll runs each impl in a fresh process of this program, one after the
@@ -110,9 +112,9 @@ func printComparison(w io.Writer, reps []*report) {
 	row("impl", func(r *report) string { return r.Impl })
 	row("conns", func(r *report) string { return strconv.Itoa(r.Conns) })
 	row("idle closes", func(r *report) string { return strconv.Itoa(len(r.Late)) })
-	row("lateness p50", func(r *report) string { return ms(quantile(r.Late, 0.5)) })
-	row("lateness p99", func(r *report) string { return ms(quantile(r.Late, 0.99)) })
-	row("lateness max", func(r *report) string { return ms(quantile(r.Late, 1)) })
+	row("lateness p50", func(r *report) string { return ms(demo.Quantile(r.Late, 0.5)) })
+	row("lateness p99", func(r *report) string { return ms(demo.Quantile(r.Late, 0.99)) })
+	row("lateness max", func(r *report) string { return ms(demo.Quantile(r.Late, 1)) })
 	row("early closes (must be 0)", func(r *report) string { return strconv.Itoa(r.Early) })
 	row("chatty closed, not idle (must be 0)", func(r *report) string { return strconv.Itoa(r.ChattyClosed) })
 	row("chatty closed after a stall (right)", func(r *report) string { return strconv.Itoa(r.Stalled) })

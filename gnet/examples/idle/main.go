@@ -25,7 +25,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,17 +32,13 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"github.com/timingwheel/timingwheel/internal/demo"
 )
 
 func main() {
 	cfg, reportTo, err := parseFlags(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "idle:", err)
-		os.Exit(2)
-	}
+	demo.ExitOnFlagError("idle", err)
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64() | 1 // one workload for every impl
 	}
@@ -52,22 +47,12 @@ func main() {
 	}
 	cfg.Progress = os.Stdout
 	rep, err := run(cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "idle:", err)
-		os.Exit(1)
-	}
+	demo.ExitOnError("idle", err)
 	rep.print(os.Stdout)
 	if reportTo != "" {
-		if err := writeReport(reportTo, rep); err != nil {
-			fmt.Fprintln(os.Stderr, "idle:", err)
-			os.Exit(1)
-		}
+		demo.ExitOnError("idle", writeReport(reportTo, rep))
 	}
-	problems := rep.problems()
-	for _, p := range problems {
-		fmt.Fprintf(os.Stderr, "idle: FAIL (impl %s): %s\n", rep.Impl, p)
-	}
-	if len(problems) > 0 {
+	if demo.PrintProblems("idle: FAIL (impl "+rep.Impl+"):", rep.problems()) {
 		os.Exit(1)
 	}
 }

@@ -466,7 +466,7 @@ func run(cfg config) (*report, error) {
 		<-runErr
 	}()
 
-	heapBefore := heapAfterGC()
+	heapBefore := demo.MemAfterGC().HeapAlloc
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x1d1e)) // the same workload for every impl
 	rep.Silent = int(math.Round(cfg.Silent * float64(n)))
 	window := cfg.Duration - cfg.Timeout - cfg.Slack
@@ -481,8 +481,8 @@ func run(cfg config) (*report, error) {
 	}
 	begin, stop := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
-	if err := dialAll(s.addr, clients); err != nil {
-		return nil, err
+	if _, err := demo.DialAll(s.addr, n, func(i int, c net.Conn) { clients[i].conn, clients[i].peer = c, c.LocalAddr().String() }); err != nil {
+		return nil, fmt.Errorf("connecting: %v (lower -conns or raise ulimit -n)", err)
 	}
 	defer func() {
 		for _, cl := range clients {
@@ -494,7 +494,7 @@ func run(cfg config) (*report, error) {
 	for wait := time.Now().Add(10 * time.Second); s.opened.Load() < int64(n) && time.Now().Before(wait); {
 		time.Sleep(time.Millisecond)
 	}
-	rep.HeapPerConn = float64(int64(heapAfterGC())-int64(heapBefore)) / float64(n)
+	rep.HeapPerConn = float64(int64(demo.MemAfterGC().HeapAlloc)-int64(heapBefore)) / float64(n)
 	// The clients heartbeat from now on, so the rest of what run measures
 	// here, however long a loaded machine makes it, is no silence of theirs.
 	for _, cl := range clients {
@@ -619,46 +619,6 @@ loop:
 	return rep, nil
 }
 
-// dialAll connects every client, 64 at a time so the listen queue never
-// overflows.
-func dialAll(addr string, clients []*client) error {
-	ids := make(chan int)
-	var firstErr atomic.Pointer[error]
-	var wg sync.WaitGroup
-	for range 64 {
-		wg.Go(func() {
-			for i := range ids {
-				c, err := net.DialTimeout("tcp", addr, 10*time.Second)
-				if err != nil {
-					firstErr.CompareAndSwap(nil, &err)
-					continue
-				}
-				clients[i].conn, clients[i].peer = c, c.LocalAddr().String()
-			}
-		})
-	}
-	for i := range clients {
-		if firstErr.Load() != nil {
-			break
-		}
-		ids <- i
-	}
-	close(ids)
-	wg.Wait()
-	if p := firstErr.Load(); p != nil {
-		return fmt.Errorf("connecting: %v (lower -conns or raise ulimit -n)", *p)
-	}
-	return nil
-}
-
-func heapAfterGC() uint64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
-
 // idleBytes measures what an Idle costs per conn: the Idle itself in a
 // session of its own, and what Init allocates.
 func idleBytes(w *gnetwheel.Wheel) float64 {
@@ -666,11 +626,11 @@ func idleBytes(w *gnetwheel.Wheel) float64 {
 	idler := w.Idler(time.Hour)
 	c := &nopConn{}
 	xs := make([]*gnetwheel.Idle, n)
-	before := heapAfterGC()
+	before := demo.MemAfterGC().HeapAlloc
 	for i := range xs {
 		xs[i] = new(gnetwheel.Idle).Init(idler, c)
 	}
-	after := heapAfterGC()
+	after := demo.MemAfterGC().HeapAlloc
 	for _, x := range xs {
 		x.Close()
 	}
@@ -688,15 +648,6 @@ type nopLoop struct{ gnet.EventLoop }
 
 func (nopLoop) Execute(context.Context, gnet.Runnable) error { return nil }
 
-func quantile(ds []time.Duration, q float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(q*float64(len(s))))]
-}
-
 func (r *report) print(w io.Writer) {
 	if r.Note != "" {
 		fmt.Fprintln(w, "idle:", r.Note)
@@ -705,8 +656,8 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "connections %d (%d fell silent), timeout %v, ran %v, heartbeats %d\n",
 		r.Conns, r.Silent, r.Timeout, r.Elapsed.Round(time.Millisecond), r.Heartbeats)
 	fmt.Fprintf(w, "idle closes %d: lateness after the deadline p50 %v  p99 %v  max %v\n", len(r.Late),
-		quantile(r.Late, 0.5).Round(time.Microsecond), quantile(r.Late, 0.99).Round(time.Microsecond),
-		quantile(r.Late, 1).Round(time.Microsecond))
+		demo.Quantile(r.Late, 0.5).Round(time.Microsecond), demo.Quantile(r.Late, 0.99).Round(time.Microsecond),
+		demo.Quantile(r.Late, 1).Round(time.Microsecond))
 	if r.Impl == implWheel {
 		fmt.Fprintf(w, "  of which the wheel's firing (the rest is the hop onto the loop): p99 <= %v\n", r.WheelP99)
 	}
