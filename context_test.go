@@ -1487,3 +1487,60 @@ func TestWithTimeoutCause_CauseAfterDeadline(t *testing.T) {
 	assertEnded(t, parent, context.DeadlineExceeded, parentsCause, "the parent at its deadline")
 	assertEnded(t, ctx, context.DeadlineExceeded, parentsCause, "the child at its parent's deadline")
 }
+
+// The context that is its own cancel func: cancel funcs kept only as func
+// values (the context itself unreachable otherwise) survive collections and
+// stack copies, and still cancel their context.
+func TestWithTimeout_SelfCancelFuncSurvivesGCAndStackGrowth(t *testing.T) {
+	h, _ := newFake(t, WithShards(2))
+	parent, pcancel := context.WithCancel(context.Background())
+	defer pcancel()
+	var cancels []context.CancelFunc
+	var dones []<-chan struct{}
+	for i := range 2000 {
+		c, cancel := h.WithTimeout(parent, time.Hour)
+		if i%2 == 0 {
+			dones = append(dones, c.Done())
+		} else {
+			dones = append(dones, nil)
+		}
+		cancels = append(cancels, cancel)
+	}
+	runtime.GC()
+	var grow func(n int, f context.CancelFunc)
+	grow = func(n int, f context.CancelFunc) {
+		var pad [256]byte
+		_ = pad
+		if n > 0 {
+			grow(n-1, f)
+			return
+		}
+		runtime.GC()
+		f()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i, f := range cancels {
+			grow(i%64, f)
+			if i%100 == 0 {
+				runtime.GC()
+			}
+		}
+	}()
+	<-done
+	for i, d := range dones {
+		if d != nil && !func() bool {
+			select {
+			case <-d:
+				return true
+			default:
+				return false
+			}
+		}() {
+			t.Fatalf("context %d not done after its cancel", i)
+		}
+	}
+	assert.Zero(t, h.Len(), "timers left")
+	assert.Zero(t, watchedKids(h), "kids left")
+}

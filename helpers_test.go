@@ -1,11 +1,13 @@
 package timingwheel
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+	"weak"
 
 	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/require"
@@ -226,4 +228,14 @@ func mustCheck(t testing.TB, h *Hierarchy) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("hung: the invariant check did not return within 10s (a shard's lock left held?)")
 	}
+}
+
+// waitFreed runs the collector until p's target is freed or 2s pass.
+func waitFreed[T any](p weak.Pointer[T]) bool {
+	deadline := time.Now().Add(2 * time.Second)
+	for p.Value() != nil && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	return p.Value() == nil
 }
