@@ -59,3 +59,51 @@ func TestIdleEvents_ClockBackJudgedAtTheFiredTick(t *testing.T) {
 	_, err = c.Read(make([]byte, 1))
 	assert.ErrorIs(t, err, timingwheel.ErrLifetime)
 }
+
+// backThenRead wraps local with opts on a clock at origin+10h, sets the
+// clock back to origin+5h, has the conn read a byte from peer there, and
+// returns the conn.
+func backThenRead(t *testing.T, opts ...timingwheel.IdleOption) (h *timingwheel.Hierarchy, mock interface {
+	Add(time.Duration)
+}, c idleConn, peer net.Conn) {
+	t.Helper()
+	hh, m := newMockHierarchy(t)
+	origin := m.Now()
+	m.Add(10 * time.Hour)
+	local, p := pipe(t)
+	c = hh.IdleConn(local, time.Hour, opts...).(idleConn)
+	t.Cleanup(func() { c.Close() })
+	m.Set(origin.Add(5 * time.Hour)) // the clock goes back 5h
+	go p.Write([]byte{1})
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+	n, err := c.Read(make([]byte, 1))
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	return hh, m, c, p
+}
+
+// After the clock went back (docs/guarantees.md, "Clock anomalies"), a Read
+// that returned data starts the idle count again from the clock's reading
+// ("Idle connections"), for a conn with options too: IdleDeadline is the
+// reading plus idle, and the conn is closed idle after the Read. The conn
+// without options is the next test.
+func TestIdleEvents_ReadAfterClockWentBackRearms(t *testing.T) {
+	h, mock, c, peer := backThenRead(t, timingwheel.OnWriteIdle(24*time.Hour, func(net.Conn) {}))
+	assert.Equal(t, h.Now().Add(time.Hour), c.IdleDeadline(), "IdleDeadline after a Read, the clock having gone back")
+	mock.Add(time.Hour)
+	advanceWithin(t, h, "idle after the Read")
+	assert.True(t, peerSeesClosed(t, peer), "not closed idle (1h) after its last Read")
+}
+
+// The same for a conn without options: closed idle after its last Read,
+// the clock having gone back, and not a tick before.
+func TestIdleConn_ReadAfterClockWentBackRearms(t *testing.T) {
+	h, mock, c, peer := backThenRead(t)
+	assert.Equal(t, h.Now().Add(time.Hour), c.IdleDeadline(), "IdleDeadline after a Read, the clock having gone back")
+	mock.Add(time.Hour - time.Millisecond)
+	advanceWithin(t, h, "a tick before idle after the Read")
+	assert.False(t, peerSeesClosed(t, peer), "closed before idle after its last Read")
+	mock.Add(time.Millisecond)
+	advanceWithin(t, h, "idle after the Read")
+	assert.True(t, peerSeesClosed(t, peer), "not closed idle (1h) after its last Read")
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"weak"
 
 	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/assert"
@@ -147,6 +148,42 @@ func assertPeerSeesClose(t *testing.T, peer net.Conn) {
 	_, err := peer.Read(make([]byte, 1))
 	require.Error(t, err)
 	assert.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the peer waited 10s and the conn was not closed: %v", err)
+}
+
+// pipe returns both ends of a net.Pipe, closed when the test ends.
+func pipe(t *testing.T) (local, peer net.Conn) {
+	t.Helper()
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+// peerSeesClosed reports whether the local end of peer's pipe was closed:
+// a Read on peer returns io.EOF at once then, and times out (20ms of real
+// time) while the other end is open and silent.
+func peerSeesClosed(t *testing.T, peer net.Conn) bool {
+	t.Helper()
+	if err := peer.SetReadDeadline(time.Now().Add(20 * time.Millisecond)); errors.Is(err, io.ErrClosedPipe) {
+		return true // net.Pipe: either end is closed
+	}
+	_, err := peer.Read(make([]byte, 1))
+	require.Error(t, err, "the peer read data nobody wrote")
+	return errors.Is(err, io.EOF)
+}
+
+// advanceRecovering runs Advance (with a watchdog) and returns what it
+// panicked with, nil if nothing.
+func advanceRecovering(t *testing.T, h *timingwheel.Hierarchy, what string) (p any) {
+	t.Helper()
+	defer func() { p = recover() }()
+	advanceWithin(t, h, what)
+	return nil
+}
+
+// weakRef returns a function that reports whether p is still reachable.
+func weakRef[T any](p *T) func() bool {
+	w := weak.Make(p)
+	return func() bool { return w.Value() != nil }
 }
 
 func TestIdleConn_ClosedAfterIdleNotBefore(t *testing.T) {
@@ -755,4 +792,26 @@ func BenchmarkIdleConn_Rearm(b *testing.B) {
 			server.SetReadDeadline(time.Now().Add(idle))
 		}
 	})
+}
+
+// years is the hierarchy's clock 150 years after its origin: within the
+// range the hierarchy keeps (deadlines up to the largest time.Duration,
+// about 292 years, from the origin work: docs/guarantees.md, "Precision
+// does not depend on distance").
+const years = 150 * 365 * 24 * time.Hour
+
+// A conn without options (a Timer of its own) wrapped 150 years after the
+// origin is closed idle after, not a tick after wrapping.
+func TestIdleConn_ClosedAfterIdle150YearsAfterOrigin(t *testing.T) {
+	h, mock := newMockHierarchy(t)
+	mock.Add(years)
+	local, peer := pipe(t)
+	c := h.IdleConn(local, time.Hour)
+	defer c.Close()
+	mock.Add(time.Millisecond)
+	advanceWithin(t, h, "a tick after wrapping")
+	assert.False(t, peerSeesClosed(t, peer), "closed a tick after wrapping")
+	mock.Add(time.Hour)
+	advanceWithin(t, h, "an hour later")
+	assert.True(t, peerSeesClosed(t, peer), "not closed an hour later")
 }
