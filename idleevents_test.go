@@ -852,10 +852,8 @@ func (c *fastConn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (c *fastConn) Close() error { c.closes.Add(1); return nil }
-
-func (c *fastConn) LocalAddr() net.Addr { return nil }
-
+func (c *fastConn) Close() error         { c.closes.Add(1); return nil }
+func (c *fastConn) LocalAddr() net.Addr  { return nil }
 func (c *fastConn) RemoteAddr() net.Addr { return nil }
 
 // Idle connections and idle events under load (docs/guarantees.md, "Idle
