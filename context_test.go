@@ -50,7 +50,7 @@ func isDone(ctx context.Context) bool {
 // not within a few seconds.
 func waitDone(t *testing.T, ctx context.Context, what string) {
 	t.Helper()
-	watchdog(t, 5*time.Second, what+": Done never closed", ctx.Done())
+	recvWithin(t, 5*time.Second, ctx.Done(), what+": Done never closed")
 }
 
 // assertEnded checks that ctx is done with err and cause.
@@ -508,7 +508,7 @@ func TestWithTimeout_StandardChildrenGetDeadlineExceeded(t *testing.T) {
 	for _, c := range []context.Context{ctx, cancelChild, causeChild, timerChild, valueChild, grandchild, ownChild} {
 		assertEnded(t, c, context.DeadlineExceeded, context.DeadlineExceeded, fmt.Sprint(c))
 	}
-	watchdog(t, 5*time.Second, "context.AfterFunc's func after the deadline", called)
+	recvWithin(t, 5*time.Second, called, "context.AfterFunc's func after the deadline")
 	assert.False(t, stop(), "stop after the func was called")
 	assert.Zero(t, h.Len(), "timers armed")
 }
@@ -633,7 +633,7 @@ func TestWithTimeout_CancelWhileParentLearnsOfItsEnd(t *testing.T) {
 	grandparent.cancel(context.Canceled)
 	cancelled := make(chan struct{})
 	go func() { cancel(); close(cancelled) }()
-	watchdog(t, 5*time.Second, "cancel of a child whose parent learns in it that its parent ended", cancelled)
+	recvWithin(t, 5*time.Second, cancelled, "cancel of a child whose parent learns in it that its parent ended")
 	assertEnded(t, child, context.Canceled, context.Canceled, "child")
 	assertEnded(t, parent, context.Canceled, context.Canceled, "parent")
 	assert.Zero(t, h.Len())
@@ -721,7 +721,7 @@ func TestWithTimeout_DoneImpliesErr(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	watchdog(t, 10*time.Second, "contexts of 0-2ms on the driver", done)
+	recvWithin(t, 10*time.Second, done, "contexts of 0-2ms on the driver")
 	assert.Zero(t, bad.Load(), "contexts whose Done was closed while Err or Cause was nil")
 }
 
@@ -751,7 +751,7 @@ func TestDeadlineCtx_AfterFunc(t *testing.T) {
 		called := make(chan struct{})
 		context.AfterFunc(ctx, func() { close(called) })
 		cancel()
-		watchdog(t, 5*time.Second, "AfterFunc's func after cancel", called)
+		recvWithin(t, 5*time.Second, called, "AfterFunc's func after cancel")
 	})
 	t.Run("called after timeout", func(t *testing.T) {
 		ctx, cancel := h.WithTimeout(context.Background(), time.Millisecond)
@@ -760,14 +760,14 @@ func TestDeadlineCtx_AfterFunc(t *testing.T) {
 		context.AfterFunc(ctx, func() { close(called) })
 		clk.Add(time.Millisecond)
 		h.Advance()
-		watchdog(t, 5*time.Second, "AfterFunc's func after the deadline", called)
+		recvWithin(t, 5*time.Second, called, "AfterFunc's func after the deadline")
 	})
 	t.Run("called at once when done", func(t *testing.T) {
 		ctx, cancel := h.WithTimeout(context.Background(), 0)
 		defer cancel()
 		called := make(chan struct{})
 		stop := ctx.(interface{ AfterFunc(func()) func() bool }).AfterFunc(func() { close(called) })
-		watchdog(t, 5*time.Second, "AfterFunc method's func on a done context", called)
+		recvWithin(t, 5*time.Second, called, "AfterFunc method's func on a done context")
 		assert.False(t, stop())
 	})
 	t.Run("not called after stop", func(t *testing.T) {
@@ -985,7 +985,7 @@ func TestWithTimeout_ConcurrentCancelAndExpiry(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	watchdog(t, 10*time.Second, "goroutines cancelling contexts", done)
+	recvWithin(t, 10*time.Second, done, "goroutines cancelling contexts")
 	assert.Zero(t, early.Load(), "contexts done before their deadline")
 	assert.Zero(t, h.Len())
 }
@@ -1174,7 +1174,7 @@ func raceRounds(t *testing.T, n int, what string, round func(i int, start <-chan
 			wg.Wait()
 		}
 	}()
-	watchdog(t, 30*time.Second, what, done)
+	recvWithin(t, 30*time.Second, done, what)
 }
 
 // TestWithTimeout_ConcurrentCancelsReportCanceled: cancels racing each
@@ -1463,7 +1463,7 @@ func TestWithTimeoutCause_CauseAfterDeadline(t *testing.T) {
 		assertEnded(t, before, context.DeadlineExceeded, tooSlow, kind+": context derived before the end")
 		after, cancelAfter := context.WithCancel(ctx)
 		assertEnded(t, after, context.DeadlineExceeded, tooSlow, kind+": context derived after the end")
-		watchdog(t, 5*time.Second, kind+": AfterFunc's func", stopped)
+		recvWithin(t, 5*time.Second, stopped, kind+": AfterFunc's func")
 		assert.Equal(t, tooSlow, afterFuncCause, "%s: Cause in AfterFunc's func", kind)
 		cancel()
 		cancelBefore()

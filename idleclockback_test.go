@@ -26,9 +26,9 @@ func TestIdleEvents_ClockBackJudgedAtTheFiredTick(t *testing.T) {
 	require.NoError(t, err)
 	start := mock.Now()
 	mock.Set(start.Add(20 * time.Millisecond))
-	advanceWithin(t, h, "20ms")
+	timingwheel.AdvanceWithin(t, h, "20ms")
 	mock.Set(start.Add(5 * time.Millisecond))
-	advanceWithin(t, h, "back at 5ms")
+	timingwheel.AdvanceWithin(t, h, "back at 5ms")
 	fc := &fastConn{}
 	var (
 		mu    sync.Mutex
@@ -44,13 +44,13 @@ func TestIdleEvents_ClockBackJudgedAtTheFiredTick(t *testing.T) {
 	}), timingwheel.MaxLifetime(9*time.Millisecond))
 	defer c.Close()
 	mock.Set(start.Add(8 * time.Millisecond))
-	advanceWithin(t, h, "8ms")
+	timingwheel.AdvanceWithin(t, h, "8ms")
 	mu.Lock()
 	require.Equal(t, []string{"write idle at 8ms"}, order, "the event due at 7ms, at 8ms")
 	mu.Unlock()
 	mock.Set(start.Add(30 * time.Millisecond))
-	advanceWithin(t, h, "30ms")
-	advanceWithin(t, h, "30ms, again") // what a callback arms for a tick the shard has passed waits for the next Advance
+	timingwheel.AdvanceWithin(t, h, "30ms")
+	timingwheel.AdvanceWithin(t, h, "30ms, again") // what a callback arms for a tick the shard has passed waits for the next Advance
 	mu.Lock()
 	assert.Equal(t, []string{"write idle at 8ms", "write idle at 30ms"}, order,
 		"the write-idle event due at 10ms, before the lifetime's end at 14ms")
@@ -67,10 +67,10 @@ func backThenRead(t *testing.T, opts ...timingwheel.IdleOption) (h *timingwheel.
 	Add(time.Duration)
 }, c idleConn, peer net.Conn) {
 	t.Helper()
-	hh, m := newMockHierarchy(t)
+	hh, m := timingwheel.NewMock(t)
 	origin := m.Now()
 	m.Add(10 * time.Hour)
-	local, p := pipe(t)
+	local, p := timingwheel.Pipe(t)
 	c = hh.IdleConn(local, time.Hour, opts...).(idleConn)
 	t.Cleanup(func() { c.Close() })
 	m.Set(origin.Add(5 * time.Hour)) // the clock goes back 5h
@@ -91,8 +91,8 @@ func TestIdleEvents_ReadAfterClockWentBackRearms(t *testing.T) {
 	h, mock, c, peer := backThenRead(t, timingwheel.OnWriteIdle(24*time.Hour, func(net.Conn) {}))
 	assert.Equal(t, h.Now().Add(time.Hour), c.IdleDeadline(), "IdleDeadline after a Read, the clock having gone back")
 	mock.Add(time.Hour)
-	advanceWithin(t, h, "idle after the Read")
-	assert.True(t, peerSeesClosed(t, peer), "not closed idle (1h) after its last Read")
+	timingwheel.AdvanceWithin(t, h, "idle after the Read")
+	assert.True(t, timingwheel.PeerSeesClosed(t, peer), "not closed idle (1h) after its last Read")
 }
 
 // The same for a conn without options: closed idle after its last Read,
@@ -101,9 +101,9 @@ func TestIdleConn_ReadAfterClockWentBackRearms(t *testing.T) {
 	h, mock, c, peer := backThenRead(t)
 	assert.Equal(t, h.Now().Add(time.Hour), c.IdleDeadline(), "IdleDeadline after a Read, the clock having gone back")
 	mock.Add(time.Hour - time.Millisecond)
-	advanceWithin(t, h, "a tick before idle after the Read")
-	assert.False(t, peerSeesClosed(t, peer), "closed before idle after its last Read")
+	timingwheel.AdvanceWithin(t, h, "a tick before idle after the Read")
+	assert.False(t, timingwheel.PeerSeesClosed(t, peer), "closed before idle after its last Read")
 	mock.Add(time.Millisecond)
-	advanceWithin(t, h, "idle after the Read")
-	assert.True(t, peerSeesClosed(t, peer), "not closed idle (1h) after its last Read")
+	timingwheel.AdvanceWithin(t, h, "idle after the Read")
+	assert.True(t, timingwheel.PeerSeesClosed(t, peer), "not closed idle (1h) after its last Read")
 }

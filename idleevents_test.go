@@ -70,14 +70,14 @@ func (e *events) last() time.Time {
 func stepTo(t *testing.T, h *timingwheel.Hierarchy, mock interface{ Add(time.Duration) }, d time.Duration, e *events, want int, what string) {
 	t.Helper()
 	mock.Add(d)
-	advanceWithin(t, h, what)
+	timingwheel.AdvanceWithin(t, h, what)
 	require.Equal(t, want, e.n(), "events after %s", what)
 }
 
 func TestIdleEvents_OnReadIdleRepeatsAndKeepsOpen(t *testing.T) {
-	h, mock := newMockHierarchy(t)
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
+	h, mock := timingwheel.NewMock(t)
+	server, client := timingwheel.TCPPair(t)
+	timingwheel.Watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
 	const idle = 3 * time.Second
 	ev := newEvents(h)
 	conn := h.IdleConn(server, idle, timingwheel.OnReadIdle(ev.f)).(idleConn)
@@ -88,8 +88,8 @@ func TestIdleEvents_OnReadIdleRepeatsAndKeepsOpen(t *testing.T) {
 	stepTo(t, h, mock, time.Millisecond, ev, 1, "idle after wrapping")
 	assert.Equal(t, wrapped.Add(idle), ev.last())
 	// Open: it reads and writes, and the next event is idle after this one.
-	send(t, conn, "open")
-	receive(t, client, "open")
+	timingwheel.Send(t, conn, "open")
+	timingwheel.Receive(t, client, "open")
 	assert.Equal(t, wrapped.Add(2*idle), conn.IdleDeadline())
 	stepTo(t, h, mock, idle-time.Millisecond, ev, 1, "a tick before idle after the event")
 	stepTo(t, h, mock, time.Millisecond, ev, 2, "idle after the event")
@@ -97,8 +97,8 @@ func TestIdleEvents_OnReadIdleRepeatsAndKeepsOpen(t *testing.T) {
 
 	// A Read with data moves the next event to idle after it.
 	mock.Add(time.Second)
-	send(t, client, "x")
-	receive(t, conn, "x")
+	timingwheel.Send(t, client, "x")
+	timingwheel.Receive(t, conn, "x")
 	read := mock.Now()
 	assert.Equal(t, read.Add(idle), conn.IdleDeadline())
 	stepTo(t, h, mock, idle-time.Millisecond, ev, 2, "a tick before idle after the Read")
@@ -116,13 +116,13 @@ func TestIdleEvents_OnReadIdleRepeatsAndKeepsOpen(t *testing.T) {
 	require.NoError(t, conn.Close())
 	assert.Equal(t, 0, h.Len(), "Close left the timer armed")
 	stepTo(t, h, mock, time.Hour, ev, 4, "an hour after Close")
-	assertPeerSeesClose(t, client)
+	timingwheel.AssertPeerSeesClose(t, client)
 }
 
 func TestIdleEvents_OnWriteIdleRepeatsAndWritesRearm(t *testing.T) {
-	h, mock := newMockHierarchy(t)
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
+	h, mock := timingwheel.NewMock(t)
+	server, client := timingwheel.TCPPair(t)
+	timingwheel.Watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
 	const idle, ping = time.Minute, 2 * time.Second
 	ev := newEvents(h)
 	conn := h.IdleConn(server, idle, timingwheel.OnWriteIdle(ping, ev.f))
@@ -135,11 +135,11 @@ func TestIdleEvents_OnWriteIdleRepeatsAndWritesRearm(t *testing.T) {
 
 	// Reading does not count as writing; a Write of data does.
 	mock.Add(time.Second)
-	send(t, client, "in")
-	receive(t, conn, "in")
+	timingwheel.Send(t, client, "in")
+	timingwheel.Receive(t, conn, "in")
 	readIn := mock.Now()
-	send(t, conn, "out")
-	receive(t, client, "out")
+	timingwheel.Send(t, conn, "out")
+	timingwheel.Receive(t, client, "out")
 	wrote := mock.Now()
 	stepTo(t, h, mock, ping-time.Millisecond, ev, 2, "a tick before write idle after the Write")
 	stepTo(t, h, mock, time.Millisecond, ev, 3, "write idle after the Write")
@@ -160,7 +160,7 @@ func TestIdleEvents_OnWriteIdleRepeatsAndWritesRearm(t *testing.T) {
 		assert.NoError(t, err)
 	}
 	stepTo(t, h, mock, ping, ev, 5, "write idle: a ping")
-	receive(t, client, "ping\n")
+	timingwheel.Receive(t, client, "ping\n")
 	pinged := mock.Now()
 	ev.do = nil
 	stepTo(t, h, mock, ping-time.Millisecond, ev, 5, "a tick before write idle after the ping")
@@ -169,15 +169,15 @@ func TestIdleEvents_OnWriteIdleRepeatsAndWritesRearm(t *testing.T) {
 
 	rest := readIn.Add(idle).Sub(mock.Now())
 	mock.Add(rest - time.Millisecond)
-	advanceWithin(t, h, "a tick before read idle")
-	send(t, conn, "still open")
-	receive(t, client, "still open")
+	timingwheel.AdvanceWithin(t, h, "a tick before read idle")
+	timingwheel.Send(t, conn, "still open")
+	timingwheel.Receive(t, client, "still open")
 	mock.Add(time.Millisecond)
-	advanceWithin(t, h, "read idle")
+	timingwheel.AdvanceWithin(t, h, "read idle")
 	_, err = conn.Read(make([]byte, 1))
-	assertTimeout(t, err, "read")
+	timingwheel.AssertTimeout(t, err, "read")
 	_, err = conn.Write([]byte("x"))
-	assertTimeout(t, err, "write")
+	timingwheel.AssertTimeout(t, err, "write")
 	events := ev.n()
 	assert.Equal(t, 0, h.Len(), "the timer of a conn closed for read idle is armed")
 	stepTo(t, h, mock, time.Hour, ev, events, "an hour after the close")
@@ -185,9 +185,9 @@ func TestIdleEvents_OnWriteIdleRepeatsAndWritesRearm(t *testing.T) {
 }
 
 func TestIdleEvents_MaxLifetimeClosesBusyConn(t *testing.T) {
-	h, mock := newMockHierarchy(t)
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "a Read of the conn closed at its lifetime returning", server, client)
+	h, mock := timingwheel.NewMock(t)
+	server, client := timingwheel.TCPPair(t)
+	timingwheel.Watchdog(t, 20*time.Second, "a Read of the conn closed at its lifetime returning", server, client)
 	const idle, life = 2 * time.Second, 9 * time.Second
 	conn := h.IdleConn(server, idle, timingwheel.MaxLifetime(life)).(idleConn)
 	wrapped := mock.Now()
@@ -196,24 +196,24 @@ func TestIdleEvents_MaxLifetimeClosesBusyConn(t *testing.T) {
 	for mock.Now().Add(time.Second).Before(wrapped.Add(life)) {
 		mock.Add(time.Second)
 		require.Equal(t, 1, h.Len(), "closed before its lifetime, at %v", mock.Now().Sub(wrapped))
-		advanceWithin(t, h, "a heartbeat")
-		send(t, client, "x")
-		receive(t, conn, "x")
-		send(t, conn, "y")
-		receive(t, client, "y")
+		timingwheel.AdvanceWithin(t, h, "a heartbeat")
+		timingwheel.Send(t, client, "x")
+		timingwheel.Receive(t, conn, "x")
+		timingwheel.Send(t, conn, "y")
+		timingwheel.Receive(t, client, "y")
 	}
 	mock.Add(wrapped.Add(life).Sub(mock.Now()) - time.Millisecond)
-	advanceWithin(t, h, "a tick before the lifetime")
-	send(t, conn, "open")
-	receive(t, client, "open")
+	timingwheel.AdvanceWithin(t, h, "a tick before the lifetime")
+	timingwheel.Send(t, conn, "open")
+	timingwheel.Receive(t, client, "open")
 	mock.Add(time.Millisecond)
-	advanceWithin(t, h, "the lifetime")
+	timingwheel.AdvanceWithin(t, h, "the lifetime")
 	assert.Equal(t, 0, h.Len())
-	assertPeerSeesClose(t, client)
+	timingwheel.AssertPeerSeesClose(t, client)
 	_, err := conn.Read(make([]byte, 1))
-	assertTimeout(t, err, "read")
+	timingwheel.AssertTimeout(t, err, "read")
 	_, err = conn.Write([]byte("x"))
-	assertTimeout(t, err, "write")
+	timingwheel.AssertTimeout(t, err, "write")
 	assert.Equal(t, wrapped.Add(life), conn.IdleDeadline(), "the deadline it was closed for")
 	assert.NoError(t, conn.Close(), "the first Close after the hierarchy closed the conn")
 	assert.ErrorIs(t, conn.Close(), net.ErrClosed, "a second Close")
@@ -230,9 +230,9 @@ func TestIdleEvents_Together(t *testing.T) {
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 15))
-			h, mock := newMockHierarchy(t)
-			server, client := tcpPair(t)
-			watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
+			h, mock := timingwheel.NewMock(t)
+			server, client := timingwheel.TCPPair(t)
+			timingwheel.Watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
 			idle := time.Duration(5+rng.IntN(20)) * step
 			ping := time.Duration(3+rng.IntN(20)) * step
 			life := time.Duration(30+rng.IntN(60)) * step
@@ -256,16 +256,16 @@ func TestIdleEvents_Together(t *testing.T) {
 			for now := step; ; now += step {
 				mock.Add(step)
 				if now < life && rng.IntN(4) == 0 {
-					send(t, client, "r")
-					receive(t, conn, "r")
+					timingwheel.Send(t, client, "r")
+					timingwheel.Receive(t, conn, "r")
 					readMark = now
 				}
 				if now < life && rng.IntN(5) == 0 {
-					send(t, conn, "w")
-					receive(t, client, "w")
+					timingwheel.Send(t, conn, "w")
+					timingwheel.Receive(t, client, "w")
 					writeMark = now
 				}
-				advanceWithin(t, h, "a step")
+				timingwheel.AdvanceWithin(t, h, "a step")
 				if now >= life {
 					break
 				}
@@ -282,7 +282,7 @@ func TestIdleEvents_Together(t *testing.T) {
 			assert.Equal(t, want, got, "idle %v, ping %v, lifetime %v", idle, ping, life)
 			mu.Unlock()
 			_, err := conn.Read(make([]byte, 1))
-			assertTimeout(t, err, "read")
+			timingwheel.AssertTimeout(t, err, "read")
 			assert.Equal(t, 0, h.Len(), "closed at its lifetime, with a timer armed")
 		})
 	}
@@ -298,8 +298,8 @@ func TestIdleEvents_SlowPeer(t *testing.T) {
 	const idle, ping = 100 * time.Millisecond, 40 * time.Millisecond
 
 	t.Run("sender", func(t *testing.T) {
-		server, client := tcpPair(t)
-		watchdog(t, 20*time.Second, "the slow sender's bytes arriving", server, client)
+		server, client := timingwheel.TCPPair(t)
+		timingwheel.Watchdog(t, 20*time.Second, "the slow sender's bytes arriving", server, client)
 		ev := newEvents(h)
 		conn := h.IdleConn(server, idle, timingwheel.OnReadIdle(ev.f))
 		defer conn.Close()
@@ -320,11 +320,11 @@ func TestIdleEvents_SlowPeer(t *testing.T) {
 	})
 
 	t.Run("reader", func(t *testing.T) {
-		server, client := tcpPair(t)
+		server, client := timingwheel.TCPPair(t)
 		// Small socket buffers, so that the Write waits for the reader.
 		require.NoError(t, server.(*net.TCPConn).SetWriteBuffer(64<<10))
 		require.NoError(t, client.(*net.TCPConn).SetReadBuffer(64<<10))
-		watchdog(t, 20*time.Second, "the slow reader draining a large Write", server, client)
+		timingwheel.Watchdog(t, 20*time.Second, "the slow reader draining a large Write", server, client)
 		ev := newEvents(h)
 		conn := h.IdleConn(server, time.Minute, timingwheel.OnWriteIdle(ping, ev.f))
 		defer conn.Close()
@@ -344,7 +344,7 @@ func TestIdleEvents_SlowPeer(t *testing.T) {
 		took := time.Since(began)
 		require.Greater(t, took, 3*ping, "the Write was too fast to test anything")
 		assert.Zero(t, ev.n(), "write-idle events during a Write of %v whose peer read all along", took)
-		at := recvWithin(t, 10*time.Second, ev.ch, "the write-idle event after the slow Write")
+		at := timingwheel.RecvWithin(t, 10*time.Second, ev.ch, "the write-idle event after the slow Write")
 		assert.GreaterOrEqual(t, at.Sub(wrote), ping, "the event came before ping after the Write returned")
 	})
 }
@@ -356,7 +356,7 @@ func startedHierarchy(t *testing.T) *timingwheel.Hierarchy {
 	h, err := timingwheel.New()
 	require.NoError(t, err)
 	h.Start()
-	t.Cleanup(func() { stopWithin(t, h, 10*time.Second) })
+	t.Cleanup(func() { timingwheel.StopWithin(t, h, "the driver") })
 	return h
 }
 
@@ -370,8 +370,8 @@ func TestIdleEvents_RealClock(t *testing.T) {
 	late := 2 * time.Second // a tick plus the driver's and the scheduler's wake-up, generously
 	for _, kind := range []string{"read", "write", "lifetime"} {
 		t.Run(kind, func(t *testing.T) {
-			server, client := tcpPair(t)
-			watchdog(t, 20*time.Second, "the "+kind+" event", server, client)
+			server, client := timingwheel.TCPPair(t)
+			timingwheel.Watchdog(t, 20*time.Second, "the "+kind+" event", server, client)
 			ev := newEvents(h)
 			var opt timingwheel.IdleOption
 			switch kind {
@@ -394,7 +394,7 @@ func TestIdleEvents_RealClock(t *testing.T) {
 			for range 4 {
 				switch kind {
 				case "read":
-					send(t, client, "x")
+					timingwheel.Send(t, client, "x")
 					time.Sleep(time.Millisecond) // let it arrive
 					last = h.Now()
 					_, err := conn.Read(buf)
@@ -409,7 +409,7 @@ func TestIdleEvents_RealClock(t *testing.T) {
 			if kind == "lifetime" {
 				_, err := conn.Read(buf) // blocks until the close
 				closed := h.Now()
-				assertTimeout(t, err, "read")
+				timingwheel.AssertTimeout(t, err, "read")
 				assert.GreaterOrEqual(t, closed.Sub(wrapped), 5*d, "closed before its lifetime")
 				assert.Less(t, closed.Sub(wrapped), 5*d+late)
 				return
@@ -419,7 +419,7 @@ func TestIdleEvents_RealClock(t *testing.T) {
 			// the previous one's d has passed.
 			prev := last
 			for k := 1; k <= 3; k++ {
-				at := recvWithin(t, 10*time.Second, ev.ch, kind+"-idle event")
+				at := timingwheel.RecvWithin(t, 10*time.Second, ev.ch, kind+"-idle event")
 				t.Logf("%s event %d: %v after the last data, %v after the previous event", kind, k, at.Sub(last), at.Sub(prev))
 				assert.GreaterOrEqual(t, at.Sub(last), time.Duration(k)*d, "event %d early", k)
 				assert.Less(t, at.Sub(prev), d+late, "event %d late", k)
@@ -434,7 +434,7 @@ func TestIdleEvents_RealClock(t *testing.T) {
 // events come exactly at their deadlines rounded up to the tick, on the
 // real driver, with a ping written by f that re-arms.
 func TestIdleEvents_InBubble(t *testing.T) {
-	bubbleWithin(t, 20*time.Second, "a conn's events over its 2s lifetime in a bubble", func(t *testing.T) {
+	timingwheel.InBubble(t, "a conn's events over its 2s lifetime in a bubble", func(t *testing.T) {
 		h, err := timingwheel.New()
 		require.NoError(t, err)
 		h.Start()
@@ -483,12 +483,12 @@ func TestIdleEvents_CloseRacesEvent(t *testing.T) {
 	}
 	for _, kind := range []string{"read", "write", "lifetime", "all"} {
 		t.Run(kind, func(t *testing.T) {
-			clk := &manualClock{now: time.Unix(1e9, 0)}
+			clk := timingwheel.NewFakeClock()
 			h, err := timingwheel.New(timingwheel.WithClock(clk))
 			require.NoError(t, err)
 			const d = time.Second
 			for i := range rounds {
-				server, client := tcpPair(t)
+				server, client := timingwheel.TCPPair(t)
 				var fired atomic.Int64
 				f := func(c net.Conn) {
 					fired.Add(1)
@@ -512,14 +512,14 @@ func TestIdleEvents_CloseRacesEvent(t *testing.T) {
 				go func() { defer close(done); h.Advance() }()
 				time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
 				err := conn.Close()
-				recvWithin(t, 10*time.Second, done, "an Advance racing Close returning")
+				timingwheel.RecvWithin(t, 10*time.Second, done, "an Advance racing Close returning")
 				if err != nil {
 					assert.ErrorIs(t, err, net.ErrClosed, "round %d: Close", i)
 				}
 				require.Equal(t, 0, h.Len(), "round %d: a timer of the closed conn is armed", i)
 				before := fired.Load()
 				clk.Add(time.Hour)
-				advanceWithin(t, h, "an hour after Close")
+				timingwheel.AdvanceWithin(t, h, "an hour after Close")
 				require.Equal(t, before, fired.Load(), "round %d: an event ran after Close", i)
 				client.Close()
 			}
@@ -543,7 +543,7 @@ func TestIdleEvents_Concurrent(t *testing.T) {
 	}
 	var readEvents, writeEvents atomic.Int64
 	for i := range n {
-		server, client := tcpPair(t)
+		server, client := timingwheel.TCPPair(t)
 		rng := rand.New(rand.NewPCG(uint64(i), 15))
 		ms := func(lo, hi int) time.Duration { return time.Duration(lo+rng.IntN(hi-lo)) * time.Millisecond }
 		idle, ping, life := ms(2, 10), ms(1, 8), ms(20, 80)
@@ -627,7 +627,7 @@ func TestIdleEvents_Concurrent(t *testing.T) {
 }
 
 func TestIdleEvents_Listener(t *testing.T) {
-	h, mock := newMockHierarchy(t)
+	h, mock := timingwheel.NewMock(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	reads, writes := newEvents(h), newEvents(h)
@@ -641,7 +641,7 @@ func TestIdleEvents_Listener(t *testing.T) {
 		defer c.Close()
 		clients = append(clients, c)
 	}
-	watchdog(t, 10*time.Second, "Accept of a dialled connection", il, clients[0], clients[1], clients[2])
+	timingwheel.Watchdog(t, 10*time.Second, "Accept of a dialled connection", il, clients[0], clients[1], clients[2])
 	for range clients {
 		c, err := il.Accept()
 		require.NoError(t, err)
@@ -651,17 +651,17 @@ func TestIdleEvents_Listener(t *testing.T) {
 	stepTo(t, h, mock, 700*time.Millisecond, writes, 3, "write idle")
 	stepTo(t, h, mock, 300*time.Millisecond, reads, 3, "read idle")
 	mock.Add(4 * time.Second)
-	advanceWithin(t, h, "the lifetime")
+	timingwheel.AdvanceWithin(t, h, "the lifetime")
 	for _, c := range conns {
 		_, err := c.Read(make([]byte, 1))
-		assertTimeout(t, err, "read")
+		timingwheel.AssertTimeout(t, err, "read")
 	}
 	assert.Equal(t, 0, h.Len())
 }
 
 func TestIdleEvents_BadInput(t *testing.T) {
-	h, _ := newMockHierarchy(t)
-	server, _ := tcpPair(t)
+	h, _ := timingwheel.NewMock(t)
+	server, _ := timingwheel.TCPPair(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
@@ -688,14 +688,14 @@ func TestIdleEvents_BadInput(t *testing.T) {
 func TestIdleEvents_ReadWriteAllocs(t *testing.T) {
 	h, err := timingwheel.New()
 	require.NoError(t, err)
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
+	server, client := timingwheel.TCPPair(t)
+	timingwheel.Watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
 	f := func(net.Conn) {}
 	conn := h.IdleConn(server, time.Hour, timingwheel.OnReadIdle(f), timingwheel.OnWriteIdle(time.Hour, f),
 		timingwheel.MaxLifetime(time.Hour)).(idleConn)
 	const runs = 500
 	go io.Copy(io.Discard, client)
-	send(t, client, string(make([]byte, 2*8*(runs+1))))
+	timingwheel.Send(t, client, string(make([]byte, 2*8*(runs+1))))
 	buf := make([]byte, 8)
 	before := conn.IdleDeadline()
 	allocs := testing.AllocsPerRun(runs, func() {
@@ -720,29 +720,29 @@ func TestIdleEvents_ReadWriteAllocs(t *testing.T) {
 // event on the next Advance. It is an event of its own: the panic of the
 // other does not move it on by a write-idle period.
 func TestIdleEvents_PanicInOnReadKeepsTheDueWriteIdleEvent(t *testing.T) {
-	h, mock := newMockHierarchy(t)
-	local, _ := pipe(t)
+	h, mock := timingwheel.NewMock(t)
+	local, _ := timingwheel.Pipe(t)
 	pings := newEvents(h)
 	c := h.IdleConn(local, time.Second,
 		timingwheel.OnReadIdle(func(net.Conn) { panic("boom") }),
 		timingwheel.OnWriteIdle(time.Second, pings.f))
 	defer c.Close()
 	mock.Add(time.Second)
-	require.Equal(t, "boom", advanceRecovering(t, h, "the panicking read-idle event"))
-	advanceWithin(t, h, "the Advance after the panic")
+	require.Equal(t, "boom", timingwheel.AdvanceRecovering(t, h, "the panicking read-idle event"))
+	timingwheel.AdvanceWithin(t, h, "the Advance after the panic")
 	assert.Equal(t, 1, pings.n(), "the write-idle event due with the panicking read-idle one did not run on the next Advance")
 }
 
 // The control of the test above: the same conn, with a read-idle function
 // that does not panic, gets both events on one Advance.
 func TestIdleEvents_BothEventsDueTogetherRunInOneAdvance(t *testing.T) {
-	h, mock := newMockHierarchy(t)
-	local, _ := pipe(t)
+	h, mock := timingwheel.NewMock(t)
+	local, _ := timingwheel.Pipe(t)
 	reads, pings := newEvents(h), newEvents(h)
 	c := h.IdleConn(local, time.Second, timingwheel.OnReadIdle(reads.f), timingwheel.OnWriteIdle(time.Second, pings.f))
 	defer c.Close()
 	mock.Add(time.Second)
-	advanceWithin(t, h, "both events")
+	timingwheel.AdvanceWithin(t, h, "both events")
 	assert.Equal(t, 1, reads.n())
 	assert.Equal(t, 1, pings.n())
 }
@@ -754,29 +754,29 @@ func TestIdleEvents_BothEventsDueTogetherRunInOneAdvance(t *testing.T) {
 // IdleDeadline, and is not closed a tick later. The conn without options
 // is TestIdleConn_ClosedAfterIdle150YearsAfterOrigin.
 func TestIdleEvents_ConnWrapped150YearsAfterOriginStaysOpen(t *testing.T) {
-	h, mock := newMockHierarchy(t)
+	h, mock := timingwheel.NewMock(t)
 	mock.Add(years)
-	local, peer := pipe(t)
+	local, peer := timingwheel.Pipe(t)
 	c := h.IdleConn(local, time.Hour, timingwheel.OnWriteIdle(24*time.Hour, func(net.Conn) {})).(idleConn)
 	defer c.Close()
 	assert.Equal(t, h.Now().Add(time.Hour), c.IdleDeadline(), "IdleDeadline of a conn just wrapped with idle 1h")
 	mock.Add(time.Millisecond)
-	advanceWithin(t, h, "a tick after wrapping")
-	assert.False(t, peerSeesClosed(t, peer), "a conn with idle 1h was closed a tick after it was wrapped")
+	timingwheel.AdvanceWithin(t, h, "a tick after wrapping")
+	assert.False(t, timingwheel.PeerSeesClosed(t, peer), "a conn with idle 1h was closed a tick after it was wrapped")
 }
 
 // The same with OnReadIdle: 150 years after the origin, a conn wrapped with
 // idle 1h has no read-idle event in the 3ms after.
 func TestIdleEvents_NoReadIdleEventBeforeIdle150YearsAfterOrigin(t *testing.T) {
-	h, mock := newMockHierarchy(t)
+	h, mock := timingwheel.NewMock(t)
 	mock.Add(years)
-	local, _ := pipe(t)
+	local, _ := timingwheel.Pipe(t)
 	reads := newEvents(h)
 	c := h.IdleConn(local, time.Hour, timingwheel.OnReadIdle(reads.f))
 	defer c.Close()
 	for range 3 {
 		mock.Add(time.Millisecond)
-		advanceWithin(t, h, "a tick")
+		timingwheel.AdvanceWithin(t, h, "a tick")
 	}
 	assert.Zero(t, reads.n(), "read-idle events 3ms after wrapping a conn with idle 1h")
 }
@@ -786,8 +786,8 @@ func TestIdleEvents_NoReadIdleEventBeforeIdle150YearsAfterOrigin(t *testing.T) {
 // 59m30s runs before a write-idle event due at 1h, whose conn is filed in a
 // coarse bucket that fires at the start of its span.
 func TestIdleEvents_RunAfterTimersDueEarlierInOneAdvance(t *testing.T) {
-	h, mock := newMockHierarchy(t)
-	local, _ := pipe(t)
+	h, mock := timingwheel.NewMock(t)
+	local, _ := timingwheel.Pipe(t)
 	var (
 		mu    sync.Mutex
 		order []string
@@ -797,7 +797,7 @@ func TestIdleEvents_RunAfterTimersDueEarlierInOneAdvance(t *testing.T) {
 	defer c.Close()
 	h.AfterFunc(time.Hour-30*time.Second, func() { rec("timer due at 59m30s") })
 	mock.Add(2 * time.Hour)
-	advanceWithin(t, h, "a 2h jump")
+	timingwheel.AdvanceWithin(t, h, "a 2h jump")
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{"timer due at 59m30s", "ping due at 1h"}, order, "callbacks of one Advance out of the order of their deadlines")
@@ -807,7 +807,7 @@ func TestIdleEvents_RunAfterTimersDueEarlierInOneAdvance(t *testing.T) {
 // in a coarse bucket, and one whose event is due at 59m59.9s, in a fine
 // one (wrapped later): the earlier event runs first.
 func TestIdleEvents_OfTwoConnsRunInDeadlineOrder(t *testing.T) {
-	h, mock := newMockHierarchy(t)
+	h, mock := timingwheel.NewMock(t)
 	var (
 		mu    sync.Mutex
 		order []string
@@ -815,15 +815,15 @@ func TestIdleEvents_OfTwoConnsRunInDeadlineOrder(t *testing.T) {
 	rec := func(s string) func(net.Conn) {
 		return func(net.Conn) { mu.Lock(); order = append(order, s); mu.Unlock() }
 	}
-	a, _ := pipe(t)
+	a, _ := timingwheel.Pipe(t)
 	ca := h.IdleConn(a, 24*time.Hour, timingwheel.OnWriteIdle(time.Hour, rec("a due at 1h")))
 	defer ca.Close()
 	mock.Add(time.Hour - time.Second)
-	b, _ := pipe(t)
+	b, _ := timingwheel.Pipe(t)
 	cb := h.IdleConn(b, 24*time.Hour, timingwheel.OnWriteIdle(900*time.Millisecond, rec("b due at 59m59.9s")))
 	defer cb.Close()
 	mock.Add(time.Hour)
-	advanceWithin(t, h, "an hour's jump")
+	timingwheel.AdvanceWithin(t, h, "an hour's jump")
 	mu.Lock()
 	defer mu.Unlock()
 	require.NotEmpty(t, order)
@@ -975,12 +975,12 @@ func TestIdleEvents_StressCloseRacesEventsAndFiling(t *testing.T) {
 			}
 			refs := make([]func() bool, 0, len(fakes))
 			for _, fc := range fakes {
-				refs = append(refs, weakRef(fc))
+				refs = append(refs, timingwheel.WeakRef(fc))
 			}
 			all, fakes = nil, nil
 			mu.Unlock()
 			assert.Zero(t, overlap.Load(), "a conn's events overlapped")
-			stopWithin(t, h, 10*time.Second)
+			timingwheel.StopWithin(t, h, "the driver")
 			assert.Equal(t, 0, h.Len(), "timers left armed once every conn was closed")
 			alive := 0
 			for range 3 {
@@ -1009,32 +1009,32 @@ func TestIdleEvents_StressCloseRacesEventsAndFiling(t *testing.T) {
 // 100.5ms (its tick: 101ms) does not run at 100.7ms, and runs at 101ms, as
 // a plain Timer's callback would.
 func TestIdleEvents_EventFromACoarseBucketWaitsForItsTick(t *testing.T) {
-	h, mock := newMockHierarchy(t)
-	local, _ := pipe(t)
+	h, mock := timingwheel.NewMock(t)
+	local, _ := timingwheel.Pipe(t)
 	pings := newEvents(h)
 	c := h.IdleConn(local, time.Hour, timingwheel.OnWriteIdle(100*time.Millisecond+500*time.Microsecond, pings.f))
 	defer c.Close()
 	mock.Add(100*time.Millisecond + 700*time.Microsecond)
-	advanceWithin(t, h, "100.7ms")
+	timingwheel.AdvanceWithin(t, h, "100.7ms")
 	assert.Equal(t, 0, pings.n(), "a ping due at 100.5ms (its tick: 101ms) ran at 100.7ms")
 	mock.Add(300 * time.Microsecond)
-	advanceWithin(t, h, "101ms")
+	timingwheel.AdvanceWithin(t, h, "101ms")
 	assert.Equal(t, 1, pings.n(), "no ping at its tick, 101ms")
 }
 
 // The same for MaxLifetime: a lifetime ending at 100.5ms (its tick: 101ms)
 // does not close the conn at 100.7ms, and closes it at 101ms.
 func TestIdleEvents_LifetimeFromACoarseBucketWaitsForItsTick(t *testing.T) {
-	h, mock := newMockHierarchy(t)
-	local, peer := pipe(t)
+	h, mock := timingwheel.NewMock(t)
+	local, peer := timingwheel.Pipe(t)
 	c := h.IdleConn(local, time.Hour, timingwheel.MaxLifetime(100*time.Millisecond+500*time.Microsecond))
 	defer c.Close()
 	mock.Add(100*time.Millisecond + 700*time.Microsecond)
-	advanceWithin(t, h, "100.7ms")
-	assert.False(t, peerSeesClosed(t, peer), "a lifetime ending at 100.5ms (its tick: 101ms) closed the conn at 100.7ms")
+	timingwheel.AdvanceWithin(t, h, "100.7ms")
+	assert.False(t, timingwheel.PeerSeesClosed(t, peer), "a lifetime ending at 100.5ms (its tick: 101ms) closed the conn at 100.7ms")
 	mock.Add(300 * time.Microsecond)
-	advanceWithin(t, h, "101ms")
-	assert.True(t, peerSeesClosed(t, peer), "not closed at its lifetime's tick, 101ms")
+	timingwheel.AdvanceWithin(t, h, "101ms")
+	assert.True(t, timingwheel.PeerSeesClosed(t, peer), "not closed at its lifetime's tick, 101ms")
 }
 
 // The same through a fine bucket: a Write moves the write mark by half a
@@ -1042,8 +1042,8 @@ func TestIdleEvents_LifetimeFromACoarseBucketWaitsForItsTick(t *testing.T) {
 // event's tick, with the clock past the (unrounded) event; the event waits
 // for its tick.
 func TestIdleEvents_EventAfterAWriteWaitsForItsTick(t *testing.T) {
-	h, mock := newMockHierarchy(t)
-	local, peer := pipe(t)
+	h, mock := timingwheel.NewMock(t)
+	local, peer := timingwheel.Pipe(t)
 	pings := newEvents(h)
 	c := h.IdleConn(local, time.Hour, timingwheel.OnWriteIdle(10*time.Millisecond, pings.f))
 	defer c.Close()
@@ -1052,10 +1052,10 @@ func TestIdleEvents_EventAfterAWriteWaitsForItsTick(t *testing.T) {
 	_, err := c.Write([]byte{1}) // the next ping is due at 10.5ms: tick 11
 	require.NoError(t, err)
 	mock.Add(10*time.Millisecond + 200*time.Microsecond)
-	advanceWithin(t, h, "10.7ms")
+	timingwheel.AdvanceWithin(t, h, "10.7ms")
 	assert.Equal(t, 0, pings.n(), "a ping due at 10.5ms (its tick: 11ms) ran at 10.7ms")
 	mock.Add(300 * time.Microsecond)
-	advanceWithin(t, h, "11ms")
+	timingwheel.AdvanceWithin(t, h, "11ms")
 	assert.Equal(t, 1, pings.n(), "no ping at its tick, 11ms")
 }
 
@@ -1160,7 +1160,7 @@ func TestIdleEvents_MatchModelThroughClockJumps(t *testing.T) {
 			now += d
 			high = max(high, now)
 			mock.Add(d)
-			advanceWithin(t, h, fmt.Sprintf("step %d", step))
+			timingwheel.AdvanceWithin(t, h, fmt.Sprintf("step %d", step))
 			for wasBehind && h.Advance() > 0 {
 			}
 			for i, m := range conns {
@@ -1268,8 +1268,8 @@ func TestIdleEvents_EachConnRunsItsOwnFunctionAndIdle(t *testing.T) {
 		mu.Lock()
 		got = nil
 		mu.Unlock()
-		advanceWithin(t, h1, "h1")
-		advanceWithin(t, h2, "h2")
+		timingwheel.AdvanceWithin(t, h1, "h1")
+		timingwheel.AdvanceWithin(t, h2, "h2")
 		mu.Lock()
 		for _, r := range got {
 			i, ok := want[r.c]

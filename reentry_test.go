@@ -22,13 +22,6 @@ const (
 		"it would wait forever for the driver, which waits for the callback to return (stop the driver from another goroutine)"
 )
 
-// recovered calls f and returns what it panicked with, or nil.
-func recovered(f func()) (p any) {
-	defer func() { p = recover() }()
-	f()
-	return nil
-}
-
 func TestAdvance_FromItsOwnCallbackPanics(t *testing.T) {
 	h, clk := newFake(t)
 	var r recorder
