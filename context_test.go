@@ -719,9 +719,7 @@ func TestWithTimeout_DoneImpliesErr(t *testing.T) {
 			}
 		})
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	recvWithin(t, 10*time.Second, done, "contexts of 0-2ms on the driver")
+	waitWithin(t, 10*time.Second, &wg, "contexts of 0-2ms on the driver")
 	assert.Zero(t, bad.Load(), "contexts whose Done was closed while Err or Cause was nil")
 }
 
@@ -983,9 +981,7 @@ func TestWithTimeout_ConcurrentCancelAndExpiry(t *testing.T) {
 			}
 		})
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	recvWithin(t, 10*time.Second, done, "goroutines cancelling contexts")
+	waitWithin(t, 10*time.Second, &wg, "goroutines cancelling contexts")
 	assert.Zero(t, early.Load(), "contexts done before their deadline")
 	assert.Zero(t, h.Len())
 }

@@ -43,6 +43,10 @@ var (
 // FakeClock is fakeClock, for the black-box tests.
 type FakeClock = fakeClock
 
+// CloseRace is closeRace, the harness of the tests that race Close with
+// the traffic and the timers of many conns.
+type CloseRace = closeRace
+
 // RecvWithin is recvWithin (a generic function is exported by a wrapper:
 // it has no value until instantiated).
 func RecvWithin[T any](t *testing.T, d time.Duration, ch <-chan T, what string) T {

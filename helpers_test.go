@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"runtime"
@@ -415,4 +416,100 @@ func recovered(f func()) (p any) {
 	defer func() { p = recover() }()
 	f()
 	return nil
+}
+
+// closeRace is the harness of the tests that race Close with the traffic and
+// the timers of many conns on a running hierarchy: Conns TCP pairs on
+// 127.0.0.1, the server end of each wrapped by Wrap; on each pair a peer
+// writing "x" to the client end at random gaps of up to 1.5 idle (and
+// draining what the conn writes, if Drain), Readers reading the conn,
+// Writers writing "y" to it at random gaps below WriteGap, a goroutine
+// setting its deadline a second on every millisecond (if SetDeadlines),
+// and, racing with it all, a Close of both ends closeAfter after the pair
+// was made. A Read or Write ends at its first error, which Expected must
+// accept (it may count what it sees). Run fails the test if the goroutines
+// are not all done within 20s, for each error Expected did not accept, and
+// if a timer is left armed once every conn was closed. Its fields are
+// exported for the black-box tests (export_test.go).
+type closeRace struct {
+	Conns            int
+	Readers, Writers int // each, per conn
+	ReadBuf          int // bytes a Read asks for
+	WriteGap         time.Duration
+	Drain            bool
+	SetDeadlines     bool
+	// Wrap wraps the server end of pair i; it returns the conn, its idle
+	// (the peer's gaps scale with it) and when to close the pair.
+	Wrap     func(i int, server net.Conn) (c net.Conn, idle, closeAfter time.Duration)
+	Expected func(op string, err error) bool // op is "read" or "write"
+}
+
+func (r closeRace) Run(t *testing.T, h *Hierarchy) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, (r.Readers+r.Writers)*r.Conns)
+	for i := range r.Conns {
+		server, client := tcpPair(t)
+		conn, idle, closeAfter := r.Wrap(i, server)
+		wg.Go(func() { // the peer: sends at random gaps, some too long
+			if r.Drain {
+				go io.Copy(io.Discard, client)
+			}
+			rng := rand.New(rand.NewPCG(uint64(i), 2))
+			for {
+				time.Sleep(time.Duration(rng.Int64N(int64(idle))) * 3 / 2)
+				if _, err := client.Write([]byte("x")); err != nil {
+					return
+				}
+			}
+		})
+		for range r.Readers {
+			wg.Go(func() {
+				buf := make([]byte, r.ReadBuf)
+				for {
+					if _, err := conn.Read(buf); err != nil {
+						if !r.Expected("read", err) {
+							errs <- err
+						}
+						return
+					}
+				}
+			})
+		}
+		for range r.Writers {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(i), 3))
+				for {
+					if _, err := conn.Write([]byte("y")); err != nil {
+						if !r.Expected("write", err) {
+							errs <- err
+						}
+						return
+					}
+					time.Sleep(time.Duration(rng.Int64N(int64(r.WriteGap/time.Microsecond))) * time.Microsecond)
+				}
+			})
+		}
+		if r.SetDeadlines {
+			wg.Go(func() {
+				for {
+					if err := conn.SetDeadline(time.Now().Add(time.Second)); err != nil {
+						return // closed
+					}
+					time.Sleep(time.Millisecond)
+				}
+			})
+		}
+		wg.Go(func() { // and Close, racing with it all
+			time.Sleep(closeAfter)
+			conn.Close()
+			client.Close()
+		})
+	}
+	waitWithin(t, 20*time.Second, &wg, "the peers, readers, writers, deadline setters and closers of the conns")
+	close(errs)
+	for err := range errs {
+		t.Errorf("unexpected error: %v", err)
+	}
+	assert.Equal(t, 0, h.Len(), "timers left armed after every conn was closed")
 }

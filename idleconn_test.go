@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -320,74 +319,32 @@ func TestIdleConn_Concurrent(t *testing.T) {
 	require.NoError(t, err)
 	h.Start()
 	defer timingwheel.StopWithin(t, h, "the driver")
-	const n = 24
-	var wg sync.WaitGroup
 	var timedOut, closed atomic.Int64 // readers' ends, to see both happen
-	errs := make(chan error, 4*n)
-	for i := range n {
-		server, client := timingwheel.TCPPair(t)
-		rng := rand.New(rand.NewPCG(uint64(i), 1))
-		idle := time.Duration(2+rng.IntN(10)) * time.Millisecond
-		conn := h.IdleConn(server, idle)
-		closeAfter := time.Duration(rng.IntN(60)) * time.Millisecond
-		wg.Go(func() { // the peer: heartbeats at random gaps, some too long
-			rng := rand.New(rand.NewPCG(uint64(i), 2))
-			for {
-				time.Sleep(time.Duration(rng.Int64N(int64(idle))) * 3 / 2)
-				if _, err := client.Write([]byte("x")); err != nil {
-					return
+	timingwheel.CloseRace{
+		Conns: 24, Readers: 2, Writers: 1, ReadBuf: 1, WriteGap: 4 * time.Millisecond,
+		Wrap: func(i int, server net.Conn) (net.Conn, time.Duration, time.Duration) {
+			rng := rand.New(rand.NewPCG(uint64(i), 1))
+			idle := time.Duration(2+rng.IntN(10)) * time.Millisecond
+			conn := h.IdleConn(server, idle)
+			return conn, idle, time.Duration(rng.IntN(60)) * time.Millisecond
+		},
+		Expected: func(op string, err error) bool {
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				if op == "read" {
+					timedOut.Add(1)
 				}
+			case errors.Is(err, net.ErrClosed):
+				if op == "read" {
+					closed.Add(1)
+				}
+			default:
+				return false
 			}
-		})
-		for range 2 { // two readers
-			wg.Go(func() {
-				buf := make([]byte, 1)
-				for {
-					if _, err := conn.Read(buf); err != nil {
-						switch {
-						case errors.Is(err, os.ErrDeadlineExceeded):
-							timedOut.Add(1)
-						case errors.Is(err, net.ErrClosed):
-							closed.Add(1)
-						default:
-							errs <- err
-						}
-						return
-					}
-				}
-			})
-		}
-		wg.Go(func() { // a writer
-			rng := rand.New(rand.NewPCG(uint64(i), 3))
-			for {
-				if _, err := conn.Write([]byte("y")); err != nil {
-					if !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, net.ErrClosed) {
-						errs <- err
-					}
-					return
-				}
-				time.Sleep(time.Duration(rng.IntN(4000)) * time.Microsecond)
-			}
-		})
-		wg.Go(func() { // and Close, racing with it all
-			time.Sleep(closeAfter)
-			conn.Close()
-			client.Close()
-		})
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("readers, writers or closers still running after 20s")
-	}
+			return true
+		},
+	}.Run(t, h)
 	t.Logf("readers ended by the timeout: %d, by Close: %d", timedOut.Load(), closed.Load())
-	close(errs)
-	for err := range errs {
-		t.Errorf("unexpected error: %v", err)
-	}
-	assert.Equal(t, 0, h.Len(), "timers left armed after every conn was closed")
 }
 
 // TestIdleConn_ReadAllocs checks that a Read that re-arms allocates nothing,

@@ -534,96 +534,36 @@ func TestIdleEvents_CloseRacesEvent(t *testing.T) {
 // hierarchy holds no timer.
 func TestIdleEvents_Concurrent(t *testing.T) {
 	h := startedHierarchy(t)
-	const n = 16
-	var wg sync.WaitGroup
-	errs := make(chan error, 8*n)
-	expected := func(err error) bool {
-		return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed) ||
-			errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe)
-	}
 	var readEvents, writeEvents atomic.Int64
-	for i := range n {
-		server, client := timingwheel.TCPPair(t)
-		rng := rand.New(rand.NewPCG(uint64(i), 15))
-		ms := func(lo, hi int) time.Duration { return time.Duration(lo+rng.IntN(hi-lo)) * time.Millisecond }
-		idle, ping, life := ms(2, 10), ms(1, 8), ms(20, 80)
-		var readIdles atomic.Int64
-		conn := h.IdleConn(server, idle,
-			timingwheel.OnReadIdle(func(c net.Conn) {
-				readEvents.Add(1)
-				if readIdles.Add(1) == 3 {
-					c.Close() // the third time: give up on the peer
-				}
-			}),
-			timingwheel.OnWriteIdle(ping, func(c net.Conn) {
-				writeEvents.Add(1)
-				c.SetWriteDeadline(time.Now().Add(time.Millisecond))
-				c.Write([]byte("p"))
-			}),
-			timingwheel.MaxLifetime(life))
-		closeAfter := ms(0, 100)
-		wg.Go(func() { // the peer: sends at random gaps, and drains
-			go io.Copy(io.Discard, client)
-			rng := rand.New(rand.NewPCG(uint64(i), 2))
-			for {
-				time.Sleep(time.Duration(rng.Int64N(int64(idle))) * 3 / 2)
-				if _, err := client.Write([]byte("x")); err != nil {
-					return
-				}
-			}
-		})
-		for range 2 {
-			wg.Go(func() { // readers
-				buf := make([]byte, 4)
-				for {
-					if _, err := conn.Read(buf); err != nil {
-						if !expected(err) {
-							errs <- err
-						}
-						return
+	timingwheel.CloseRace{
+		Conns: 16, Readers: 2, Writers: 2, ReadBuf: 4, WriteGap: 6 * time.Millisecond,
+		Drain: true, SetDeadlines: true,
+		Wrap: func(i int, server net.Conn) (net.Conn, time.Duration, time.Duration) {
+			rng := rand.New(rand.NewPCG(uint64(i), 15))
+			ms := func(lo, hi int) time.Duration { return time.Duration(lo+rng.IntN(hi-lo)) * time.Millisecond }
+			idle, ping, life := ms(2, 10), ms(1, 8), ms(20, 80)
+			var readIdles atomic.Int64
+			conn := h.IdleConn(server, idle,
+				timingwheel.OnReadIdle(func(c net.Conn) {
+					readEvents.Add(1)
+					if readIdles.Add(1) == 3 {
+						c.Close() // the third time: give up on the peer
 					}
-				}
-			})
-			wg.Go(func() { // writers
-				rng := rand.New(rand.NewPCG(uint64(i), 3))
-				for {
-					if _, err := conn.Write([]byte("y")); err != nil {
-						if !expected(err) {
-							errs <- err
-						}
-						return
-					}
-					time.Sleep(time.Duration(rng.IntN(6000)) * time.Microsecond)
-				}
-			})
-		}
-		wg.Go(func() { // deadlines
-			for {
-				if err := conn.SetDeadline(time.Now().Add(time.Second)); err != nil {
-					return // closed
-				}
-				time.Sleep(time.Millisecond)
-			}
-		})
-		wg.Go(func() { // and Close, racing with it all
-			time.Sleep(closeAfter)
-			conn.Close()
-			client.Close()
-		})
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("hung: readers, writers, deadline setters or closers still running after 20s")
-	}
+				}),
+				timingwheel.OnWriteIdle(ping, func(c net.Conn) {
+					writeEvents.Add(1)
+					c.SetWriteDeadline(time.Now().Add(time.Millisecond))
+					c.Write([]byte("p"))
+				}),
+				timingwheel.MaxLifetime(life))
+			return conn, idle, ms(0, 100)
+		},
+		Expected: func(_ string, err error) bool {
+			return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed) ||
+				errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe)
+		},
+	}.Run(t, h)
 	t.Logf("read-idle events %d, write-idle events %d", readEvents.Load(), writeEvents.Load())
-	close(errs)
-	for err := range errs {
-		t.Errorf("unexpected error: %v", err)
-	}
-	assert.Equal(t, 0, h.Len(), "timers left armed after every conn was closed")
 }
 
 func TestIdleEvents_Listener(t *testing.T) {
@@ -959,13 +899,7 @@ func TestIdleEvents_StressCloseRacesEventsAndFiling(t *testing.T) {
 					}
 				})
 			}
-			done := make(chan struct{})
-			go func() { wg.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(20 * time.Second):
-				t.Fatal("hung: the workers (wrap, Read, Write, Close) did not finish within 20s")
-			}
+			timingwheel.WaitWithin(t, 20*time.Second, &wg, "the workers (wrap, Read, Write, Close)")
 			// Conns wrapped by events until stop: let those events end,
 			// then close everything that is left.
 			time.Sleep(20 * time.Millisecond)
