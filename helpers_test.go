@@ -26,6 +26,30 @@ import (
 // them. export_test.go exports them to the black-box tests (package
 // timingwheel_test).
 
+// goWatched runs f on a goroutine of its own. done is closed when f ends;
+// settle, called after that, raises a panic of f again here, and stops the
+// test here too if f ended its goroutine by t.FailNow (a require inside it)
+// or runtime.Goexit: f has reported why.
+func goWatched(t *testing.T, f func()) (done <-chan struct{}, settle func()) {
+	ch := make(chan struct{})
+	var p any
+	returned := false
+	go func() {
+		defer close(ch)
+		defer func() { p = recover() }()
+		f()
+		returned = true
+	}()
+	return ch, func() {
+		if p != nil {
+			panic(p)
+		}
+		if !returned {
+			t.FailNow()
+		}
+	}
+}
+
 // mustReturn runs f on a goroutine of its own and fails the test, naming
 // what hung, unless f returns within d (the hung goroutine is left behind;
 // it holds only the test's own hierarchy). A panic of f is raised again
@@ -33,23 +57,10 @@ import (
 // stops here too.
 func mustReturn(t *testing.T, d time.Duration, what string, f func()) {
 	t.Helper()
-	done := make(chan struct{})
-	var p any
-	returned := false
-	go func() {
-		defer close(done)
-		defer func() { p = recover() }()
-		f()
-		returned = true
-	}()
+	done, settle := goWatched(t, f)
 	select {
 	case <-done:
-		if p != nil {
-			panic(p)
-		}
-		if !returned {
-			t.FailNow() // f called t.FailNow (or runtime.Goexit): it has reported why
-		}
+		settle()
 	case <-time.After(d):
 		t.Fatalf("hung: %s did not return within %v", what, d)
 	}
@@ -60,27 +71,14 @@ func mustReturn(t *testing.T, d time.Duration, what string, f func()) {
 // atomic loads; f moves it on as it works) stays put for stall.
 func mustProgress(t *testing.T, stall time.Duration, what string, progress *atomic.Int64, f func()) {
 	t.Helper()
-	done := make(chan struct{})
-	var p any
-	returned := false
-	go func() {
-		defer close(done)
-		defer func() { p = recover() }()
-		f()
-		returned = true
-	}()
+	done, settle := goWatched(t, f)
 	tick := time.NewTicker(stall)
 	defer tick.Stop()
 	last := progress.Load()
 	for {
 		select {
 		case <-done:
-			if p != nil {
-				panic(p)
-			}
-			if !returned {
-				t.FailNow()
-			}
+			settle()
 			return
 		case <-tick.C:
 			now := progress.Load()
