@@ -1,6 +1,7 @@
 package timingwheel
 
-// Tests of guarantee 13, request deadlines: the cases package context
+// Tests of request deadlines (docs/guarantees.md, "Request deadlines"):
+// the cases package context
 // checks for its own WithDeadline and WithTimeout (context/x_test.go,
 // afterfunc_test.go), and what the hierarchy adds (the deadline on its
 // clock, the timer gone once cancelled, no goroutine per context).

@@ -12,8 +12,7 @@ import (
 	"github.com/timingwheel/timingwheel"
 )
 
-// TestIdleEvents_ClockBackJudgedAtTheFiredTick (issue 29, item 2): on a
-// Mock, one shard, the clock goes to 20ms and back to 5ms; a conn wrapped
+// TestIdleEvents_ClockBackJudgedAtTheFiredTick: on a Mock, one shard, the clock goes to 20ms and back to 5ms; a conn wrapped
 // then with OnWriteIdle(2ms) and MaxLifetime(9ms) has its write-idle event
 // due at 7ms, and its lifetime ends at 14ms. At 8ms the event runs (the
 // next is due at 10ms). The clock then jumps to 30ms: the event due at

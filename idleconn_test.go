@@ -15,7 +15,8 @@ import (
 	"github.com/timingwheel/timingwheel"
 )
 
-// Tests of guarantee 11 (idle connections), on real TCP connections over
+// Tests of idle connections (docs/guarantees.md, "Idle connections"), on
+// real TCP connections over
 // 127.0.0.1. Most drive the hierarchy by hand on a clock.Mock, so when the
 // timeout fires is decided by the test, not by the scheduler; the sockets
 // are real, so closing, unblocking and the errors are package net's own.
@@ -348,7 +349,7 @@ func TestIdleConn_Concurrent(t *testing.T) {
 }
 
 // TestIdleConn_ReadAllocs checks that a Read that re-arms allocates nothing,
-// with the timer far off (re-armed without the hierarchy's lock) and near.
+// with the timer far off (only its deadline stored) and near.
 func TestIdleConn_ReadAllocs(t *testing.T) {
 	for _, idle := range []time.Duration{time.Hour, 100 * time.Millisecond} {
 		t.Run("idle="+idle.String(), func(t *testing.T) {

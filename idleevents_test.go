@@ -19,7 +19,8 @@ import (
 	"github.com/timingwheel/timingwheel"
 )
 
-// Tests of guarantee 15 (idle events), on real TCP connections over
+// Tests of idle events (docs/guarantees.md, "Idle events"), on real TCP
+// connections over
 // 127.0.0.1 unless a test says otherwise. As in idleconn_test.go, most
 // drive the hierarchy by hand on a clock.Mock, so the test decides when
 // each event is due; the end-to-end ones run the driver on the real clock
@@ -220,7 +221,7 @@ func TestIdleEvents_MaxLifetimeClosesBusyConn(t *testing.T) {
 }
 
 // TestIdleEvents_Together runs random scripts of reads, writes and clock
-// steps on a conn with every option, against a model of guarantee 15: an
+// steps on a conn with every option, against a model of docs/guarantees.md's "Idle events": an
 // event is due when its duration has passed since the later of its last
 // data and its last event; the lifetime closes the conn. Steps are 100ms
 // and every duration a multiple of it, so each event is due exactly at a
@@ -1102,7 +1103,7 @@ func TestIdleEvents_MatchModelThroughClockJumps(t *testing.T) {
 					continue
 				}
 				// What a jump reaches happens in the order of the instants,
-				// as timers fire (guarantee 3): each event restarts its count
+				// as timers fire ("Order"): each event restarts its count
 				// from the clock's reading, so it comes once per jump; at one
 				// instant the lifetime's end comes first, then the idle close,
 				// then the events.
@@ -1192,7 +1193,7 @@ func TestIdleEvents_EachConnRunsItsOwnFunctionAndIdle(t *testing.T) {
 		want[c] = i
 		idleOf[c] = idle
 		if i%10 == 0 {
-			runtime.GC() // let dead configs go: their func words may be reused
+			runtime.GC() // let dead closures go: their memory may be reused
 		}
 	}
 	for _, step := range []*clock.Mock{m1, m2} {

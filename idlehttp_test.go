@@ -17,7 +17,8 @@ import (
 	"github.com/timingwheel/timingwheel"
 )
 
-// Guarantee 16 as a real server sees it: a net/http server over
+// Idle connections for real servers (docs/guarantees.md, "Idle
+// connections for real servers") as a real server sees it: a net/http server over
 // IdleListener, with ConnState pausing each conn on StateActive and
 // resuming it on StateIdle, and a real client, on the real clock.
 

@@ -1,11 +1,10 @@
 package timingwheel_test
 
 // A second model of the wheel, independent of simulation_test.go: written
-// against docs/guarantees.md alone, through the public API, by an outside-style review
-// of this project (the rest of that review's tests live on as regression
-// tests elsewhere). It checks every Advance against a naive reference of
-// guarantees 1, 3 and 4 (exactly the timers with due(D) <= T, in order,
-// exactly once), Next against the earliest due tick, and exactly-once
+// against docs/guarantees.md alone, through the public API. It checks
+// every Advance against a naive reference of its sections "Never early, at
+// most one tick late", "Order" and "Exactly once" (exactly the timers with
+// due(D) <= T, in order, exactly once), Next against the earliest due tick, and exactly-once
 // under concurrent Reset, ResetAt and Stop from several goroutines, over
 // random schedules that put the clock between ticks and arm deadlines
 // already past.
@@ -48,7 +47,8 @@ func rotateShard() {
 
 // ---------------------------------------------------------------------------
 // Model-based test: random operations on a Mock-like clock, compared with a
-// reference model of guarantees 1, 3, 4 and the Len/Next/Stats contract.
+// reference model of "Never early, at most one tick late", "Order",
+// "Exactly once" (docs/guarantees.md) and the Len/Next/Stats contract.
 
 type rvCfg struct {
 	name     string
@@ -380,7 +380,8 @@ func TestBlackbox_Model(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Model with callbacks that call back (guarantee 5): each callback stops,
+// Model with callbacks that call back (docs/guarantees.md, "Callbacks may
+// call back"): each callback stops,
 // re-arms or arms timers, its own included, and checks Len and Next from
 // inside the Advance. Ordered mode only (the model is updated on the
 // advancing goroutine).

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Guarantee 5: a callback must not call h.Advance or h.Stop, which wait for
+// Callbacks may call back (docs/guarantees.md), but a callback must not call h.Advance or h.Stop, which wait for
 // it. They panic with a message instead of hanging, and only then: the
 // same calls from another goroutine, or from a callback of another
 // hierarchy, wait as before. Each test has a watchdog: the code before

@@ -1,6 +1,7 @@
 package timingwheel_test
 
-// Tests of guarantee 10, timers held by value, through the public API only.
+// Tests of timers held by value (docs/guarantees.md, "Timers held by
+// value"), through the public API only.
 
 import (
 	"fmt"
@@ -150,7 +151,7 @@ func TestTimer_Init_LikeStoppedAfterFunc(t *testing.T) {
 	}
 }
 
-// TestTimer_Init_Order checks guarantee 3 with by-value timers mixed with
+// TestTimer_Init_Order checks "Order" (docs/guarantees.md) with by-value timers mixed with
 // AfterFunc ones: one Advance runs them in order of their deadlines.
 func TestTimer_Init_Order(t *testing.T) {
 	mock := clock.NewMock()
