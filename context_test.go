@@ -1,6 +1,7 @@
 package timingwheel
 
-// Tests of guarantee 13, request deadlines: the cases package context
+// Tests of request deadlines (docs/guarantees.md, "Request deadlines"):
+// the cases package context
 // checks for its own WithDeadline and WithTimeout (context/x_test.go,
 // afterfunc_test.go), and what the hierarchy adds (the deadline on its
 // clock, the timer gone once cancelled, no goroutine per context).
@@ -50,7 +51,7 @@ func isDone(ctx context.Context) bool {
 // not within a few seconds.
 func waitDone(t *testing.T, ctx context.Context, what string) {
 	t.Helper()
-	watchdog(t, 5*time.Second, what+": Done never closed", ctx.Done())
+	recvWithin(t, 5*time.Second, ctx.Done(), what+": Done never closed")
 }
 
 // assertEnded checks that ctx is done with err and cause.
@@ -508,7 +509,7 @@ func TestWithTimeout_StandardChildrenGetDeadlineExceeded(t *testing.T) {
 	for _, c := range []context.Context{ctx, cancelChild, causeChild, timerChild, valueChild, grandchild, ownChild} {
 		assertEnded(t, c, context.DeadlineExceeded, context.DeadlineExceeded, fmt.Sprint(c))
 	}
-	watchdog(t, 5*time.Second, "context.AfterFunc's func after the deadline", called)
+	recvWithin(t, 5*time.Second, called, "context.AfterFunc's func after the deadline")
 	assert.False(t, stop(), "stop after the func was called")
 	assert.Zero(t, h.Len(), "timers armed")
 }
@@ -633,7 +634,7 @@ func TestWithTimeout_CancelWhileParentLearnsOfItsEnd(t *testing.T) {
 	grandparent.cancel(context.Canceled)
 	cancelled := make(chan struct{})
 	go func() { cancel(); close(cancelled) }()
-	watchdog(t, 5*time.Second, "cancel of a child whose parent learns in it that its parent ended", cancelled)
+	recvWithin(t, 5*time.Second, cancelled, "cancel of a child whose parent learns in it that its parent ended")
 	assertEnded(t, child, context.Canceled, context.Canceled, "child")
 	assertEnded(t, parent, context.Canceled, context.Canceled, "parent")
 	assert.Zero(t, h.Len())
@@ -719,9 +720,7 @@ func TestWithTimeout_DoneImpliesErr(t *testing.T) {
 			}
 		})
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	watchdog(t, 10*time.Second, "contexts of 0-2ms on the driver", done)
+	waitWithin(t, 10*time.Second, &wg, "contexts of 0-2ms on the driver")
 	assert.Zero(t, bad.Load(), "contexts whose Done was closed while Err or Cause was nil")
 }
 
@@ -751,7 +750,7 @@ func TestDeadlineCtx_AfterFunc(t *testing.T) {
 		called := make(chan struct{})
 		context.AfterFunc(ctx, func() { close(called) })
 		cancel()
-		watchdog(t, 5*time.Second, "AfterFunc's func after cancel", called)
+		recvWithin(t, 5*time.Second, called, "AfterFunc's func after cancel")
 	})
 	t.Run("called after timeout", func(t *testing.T) {
 		ctx, cancel := h.WithTimeout(context.Background(), time.Millisecond)
@@ -760,14 +759,14 @@ func TestDeadlineCtx_AfterFunc(t *testing.T) {
 		context.AfterFunc(ctx, func() { close(called) })
 		clk.Add(time.Millisecond)
 		h.Advance()
-		watchdog(t, 5*time.Second, "AfterFunc's func after the deadline", called)
+		recvWithin(t, 5*time.Second, called, "AfterFunc's func after the deadline")
 	})
 	t.Run("called at once when done", func(t *testing.T) {
 		ctx, cancel := h.WithTimeout(context.Background(), 0)
 		defer cancel()
 		called := make(chan struct{})
 		stop := ctx.(interface{ AfterFunc(func()) func() bool }).AfterFunc(func() { close(called) })
-		watchdog(t, 5*time.Second, "AfterFunc method's func on a done context", called)
+		recvWithin(t, 5*time.Second, called, "AfterFunc method's func on a done context")
 		assert.False(t, stop())
 	})
 	t.Run("not called after stop", func(t *testing.T) {
@@ -983,9 +982,7 @@ func TestWithTimeout_ConcurrentCancelAndExpiry(t *testing.T) {
 			}
 		})
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	watchdog(t, 10*time.Second, "goroutines cancelling contexts", done)
+	waitWithin(t, 10*time.Second, &wg, "goroutines cancelling contexts")
 	assert.Zero(t, early.Load(), "contexts done before their deadline")
 	assert.Zero(t, h.Len())
 }
@@ -1174,7 +1171,7 @@ func raceRounds(t *testing.T, n int, what string, round func(i int, start <-chan
 			wg.Wait()
 		}
 	}()
-	watchdog(t, 30*time.Second, what, done)
+	recvWithin(t, 30*time.Second, done, what)
 }
 
 // TestWithTimeout_ConcurrentCancelsReportCanceled: cancels racing each
@@ -1463,7 +1460,7 @@ func TestWithTimeoutCause_CauseAfterDeadline(t *testing.T) {
 		assertEnded(t, before, context.DeadlineExceeded, tooSlow, kind+": context derived before the end")
 		after, cancelAfter := context.WithCancel(ctx)
 		assertEnded(t, after, context.DeadlineExceeded, tooSlow, kind+": context derived after the end")
-		watchdog(t, 5*time.Second, kind+": AfterFunc's func", stopped)
+		recvWithin(t, 5*time.Second, stopped, kind+": AfterFunc's func")
 		assert.Equal(t, tooSlow, afterFuncCause, "%s: Cause in AfterFunc's func", kind)
 		cancel()
 		cancelBefore()
@@ -1486,4 +1483,61 @@ func TestWithTimeoutCause_CauseAfterDeadline(t *testing.T) {
 	h.Advance()
 	assertEnded(t, parent, context.DeadlineExceeded, parentsCause, "the parent at its deadline")
 	assertEnded(t, ctx, context.DeadlineExceeded, parentsCause, "the child at its parent's deadline")
+}
+
+// The context that is its own cancel func: cancel funcs kept only as func
+// values (the context itself unreachable otherwise) survive collections and
+// stack copies, and still cancel their context.
+func TestWithTimeout_SelfCancelFuncSurvivesGCAndStackGrowth(t *testing.T) {
+	h, _ := newFake(t, WithShards(2))
+	parent, pcancel := context.WithCancel(context.Background())
+	defer pcancel()
+	var cancels []context.CancelFunc
+	var dones []<-chan struct{}
+	for i := range 2000 {
+		c, cancel := h.WithTimeout(parent, time.Hour)
+		if i%2 == 0 {
+			dones = append(dones, c.Done())
+		} else {
+			dones = append(dones, nil)
+		}
+		cancels = append(cancels, cancel)
+	}
+	runtime.GC()
+	var grow func(n int, f context.CancelFunc)
+	grow = func(n int, f context.CancelFunc) {
+		var pad [256]byte
+		_ = pad
+		if n > 0 {
+			grow(n-1, f)
+			return
+		}
+		runtime.GC()
+		f()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i, f := range cancels {
+			grow(i%64, f)
+			if i%100 == 0 {
+				runtime.GC()
+			}
+		}
+	}()
+	<-done
+	for i, d := range dones {
+		if d != nil && !func() bool {
+			select {
+			case <-d:
+				return true
+			default:
+				return false
+			}
+		}() {
+			t.Fatalf("context %d not done after its cancel", i)
+		}
+	}
+	assert.Zero(t, h.Len(), "timers left")
+	assert.Zero(t, watchedKids(h), "kids left")
 }

@@ -2,8 +2,10 @@ package timingwheel
 
 // Tests of the registration that contexts under one parent of package
 // context share (parentWatch): a parent's end reaches every context of it,
-// whichever way each registered; the table keeps no parent alive; and a
-// parent that lives long keeps no more registrations than are in use.
+// whichever way each registered; the table keeps no parent alive (nor a
+// dropped hierarchy); a parent that lives long keeps no more registrations
+// than are in use; and contexts that end three ways at once (deadline,
+// cancel, parent) end once, leaving nothing behind.
 
 import (
 	"context"
@@ -397,4 +399,149 @@ func TestParentWatch_CancelOfLastContextMeansAsleep(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, before, clk.reads.Load(), "the driver woke with nothing armed")
 	})
+}
+
+// A parent under which a single context waited (the common request with one
+// deadline) is noted in the table's seen hint: the hint must not keep the
+// parent, or what its values reach, alive, whether or not the parent ended.
+func TestParentWatch_LoneContextKeepsNoParentAlive(t *testing.T) {
+	for _, ended := range []bool{false, true} {
+		h, _ := newFake(t, WithShards(1))
+		type key struct{}
+		big := new([1 << 16]byte)
+		bigFreed := weak.Make(big)
+		parent, pcancel := context.WithCancel(context.WithValue(context.Background(), key{}, big))
+		big = nil
+		c, cancel := h.WithTimeout(parent, time.Hour)
+		c.Done() // waits: registers on its own, notes the parent as seen
+		cancel()
+		if ended {
+			pcancel()
+		}
+		freed := weak.Make((*byte)(dataWord(parent)))
+		parent, pcancel, c, cancel = nil, nil, nil, nil
+		goroutinesSettle()
+		assert.True(t, waitFreed(freed), "ended=%v: parent kept alive by the hierarchy (watchSet.seen)", ended)
+		assert.True(t, waitFreed(bigFreed), "ended=%v: parent's value kept alive by the hierarchy", ended)
+		runtime.KeepAlive(h)
+	}
+}
+
+// Kids of shared watches end three ways at once: their deadline (the
+// hierarchy advancing), their cancel, their parent's end. Each must end
+// once with a consistent Err/Cause, and nothing may be left in watches or
+// timers.
+func TestParentWatch_ExpiryCancelAndParentEndTogether(t *testing.T) {
+	h, clk := newFake(t, WithShards(2))
+	stopAdv := advanceContinuously(t, h, clk)
+	for round := range 30 {
+		type key struct{}
+		base, pcancel := context.WithCancelCause(context.Background())
+		parents := []context.Context{base, context.WithValue(base, key{}, 1)}
+		cause := context.Cause(base)
+		_ = cause
+		done := make(chan struct{})
+		for g := range 4 {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for i := range 150 {
+					p := parents[(g+i)%2]
+					d := time.Duration(1+(i*7+g)%20) * time.Millisecond
+					c, cancel := h.WithTimeout(p, d)
+					ch := c.Done()
+					switch i % 3 {
+					case 0:
+						cancel()
+					case 1:
+						<-ch
+						cancel()
+					default:
+						defer cancel()
+						continue
+					}
+					<-ch
+					err, cs := c.Err(), context.Cause(c)
+					switch err {
+					case context.Canceled, context.DeadlineExceeded:
+					default:
+						t.Errorf("round %d: Err %v", round, err)
+					}
+					if err == context.DeadlineExceeded && cs != context.DeadlineExceeded {
+						t.Errorf("round %d: expired, Cause %v", round, cs)
+					}
+					if err == context.Canceled && cs != context.Canceled && cs != errParentCause {
+						t.Errorf("round %d: canceled, Cause %v", round, cs)
+					}
+				}
+			}()
+		}
+		go func() {
+			time.Sleep(time.Duration(round%5) * time.Millisecond)
+			pcancel(errParentCause)
+		}()
+		for range 4 {
+			<-done
+		}
+		pcancel(errParentCause)
+	}
+	stopAdv()
+	deadline := time.Now().Add(5 * time.Second)
+	for (watchedKids(h) != 0 || h.Len() != 0) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	assert.Zero(t, watchedKids(h), "contexts left in watches")
+	assert.Zero(t, h.Len(), "timers left")
+}
+
+// errParentCause is the cause the parent of
+// TestParentWatch_ExpiryCancelAndParentEndTogether ends with: an error of
+// its own, so a Cause that is neither it nor the context's own is told.
+var errParentCause error = &parentCauseErr{}
+
+type parentCauseErr struct{}
+
+func (*parentCauseErr) Error() string { return "the parent's cause" }
+
+// Hierarchies made and dropped under a long-lived parent (a server's base
+// context) after making shared watches under it are freed, and their
+// registrations leave the parent: the registration holds its watch (and so
+// the shard and the hierarchy) only weakly.
+func TestParentWatch_LongParentKeepsNoDroppedHierarchy(t *testing.T) {
+	require := assert.New(t)
+	long, lcancel := context.WithCancel(context.Background())
+	defer lcancel()
+	before := liveWatches()
+	var freed []weak.Pointer[Hierarchy]
+	// Control: a hierarchy that made no shared watch is freed when dropped.
+	{
+		h, _ := newFake(t, WithShards(1))
+		c, cancel := h.WithTimeout(long, time.Hour)
+		c.Done()
+		cancel()
+		require.True(waitFreed(weak.Make(h)), "control: a dropped hierarchy is not freed at all")
+	}
+	for range 4 {
+		h, _ := newFake(t, WithShards(1))
+		for range 3 {
+			c, cancel := h.WithTimeout(long, time.Hour)
+			c.Done()
+			cancel()
+		}
+		freed = append(freed, weak.Make(h))
+	}
+	kept := 0
+	for i, p := range freed {
+		if i > 0 && kept > 0 {
+			runtime.GC()
+			if p.Value() != nil {
+				kept++
+			}
+			continue
+		}
+		if !waitFreed(p) {
+			kept++
+		}
+	}
+	require.Zero(kept, "dropped hierarchies kept alive by a live parent's registrations")
+	require.LessOrEqual(liveWatches()-before, 0, "registrations of dropped hierarchies left with the parent")
 }

@@ -35,16 +35,6 @@ func (c *injectingClock) Now() time.Time {
 
 func (c *injectingClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
-// watchdog fails the test with what, unless done is closed within d.
-func watchdog(t *testing.T, d time.Duration, what string, done <-chan struct{}) {
-	t.Helper()
-	select {
-	case <-done:
-	case <-time.After(d):
-		t.Fatalf("hung: %s (no progress in %v)", what, d)
-	}
-}
-
 // TestDriver_MockMovedOntoDeadlineBetweenReadAndArm is the regression test
 // for a driver that read the clock, was overtaken by a mock moved onto the
 // deadline by less than a tick, and then slept past the due timer. The
@@ -72,7 +62,7 @@ func TestDriver_MockMovedOntoDeadlineBetweenReadAndArm(t *testing.T) {
 		if injected.CompareAndSwap(false, true) {
 			mock.Add(500 * time.Microsecond)
 		}
-		watchdog(t, 5*time.Second, fmt.Sprintf("a due timer left unfired by the driver on a mock moved after read %d", k), fired)
+		recvWithin(t, 5*time.Second, fired, fmt.Sprintf("a due timer left unfired by the driver on a mock moved after read %d", k))
 		stopWithin(t, h, fmt.Sprintf("after a mock moved after read %d", k))
 	}
 }
@@ -114,7 +104,7 @@ func TestDriver_MockMovedConcurrentlyDoesNotDeadlock(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}()
-	watchdog(t, 10*time.Second, "the hierarchy or the mock after concurrent mock moves", done)
+	recvWithin(t, 10*time.Second, done, "the hierarchy or the mock after concurrent mock moves")
 	stopWithin(t, h, "after concurrent mock moves")
 	assert.Equal(t, int64(50), fired.Load())
 }
@@ -163,7 +153,7 @@ func TestDriver_MockMovedByAnotherGoroutine(t *testing.T) {
 			}
 		}
 	}()
-	watchdog(t, 30*time.Second, "timers on a mock moved by another goroutine, with the driver", done)
+	recvWithin(t, 30*time.Second, done, "timers on a mock moved by another goroutine, with the driver")
 	for i := range n {
 		assert.Equal(t, int32(1), fired[i].Load(), "timer %d", i)
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Guarantee 14: callbacks on an executor. Guarantee 4 holds across the
-// hop: between the firing and the start of its run, Stop and Reset return
+// Callbacks on an executor (docs/guarantees.md, "Callbacks on an
+// executor"). "Exactly once" holds across the hop: between the firing and the start of its run, Stop and Reset return
 // true and cancel that arming.
 
 // queue is an executor that keeps the runs it is handed, for the test to

@@ -6,19 +6,17 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
-	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/timingwheel/timingwheel"
 )
 
-// Tests of guarantee 11 (idle connections), on real TCP connections over
+// Tests of idle connections (docs/guarantees.md, "Idle connections"), on
+// real TCP connections over
 // 127.0.0.1. Most drive the hierarchy by hand on a clock.Mock, so when the
 // timeout fires is decided by the test, not by the scheduler; the sockets
 // are real, so closing, unblocking and the errors are package net's own.
@@ -31,152 +29,34 @@ type idleConn interface {
 	IdleDeadline() time.Time
 }
 
-func newMockHierarchy(t testing.TB) (*timingwheel.Hierarchy, *clock.Mock) {
-	t.Helper()
-	mock := clock.NewMock()
-	h, err := timingwheel.New(timingwheel.WithClock(mock))
-	require.NoError(t, err)
-	return h, mock
-}
-
-// tcpPair returns both ends of a fresh TCP connection on 127.0.0.1: the one
-// the listener accepted and the one that dialled. Both are closed when the
-// test ends.
-func tcpPair(t testing.TB) (server, client net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- c
-	}()
-	client, err = net.DialTimeout("tcp", ln.Addr().String(), 10*time.Second)
-	require.NoError(t, err)
-	t.Cleanup(func() { client.Close() })
-	select {
-	case server = <-accepted:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Accept hung for 10s on a connection that was dialled")
-	}
-	require.NotNil(t, server, "Accept failed")
-	t.Cleanup(func() { server.Close() })
-	return server, client
-}
-
-// watchdog closes conns (or listeners), which unblocks whatever waits on
-// them, and fails the test saying what hung, if the test is still running
-// after d.
-func watchdog(t *testing.T, d time.Duration, what string, conns ...io.Closer) {
-	t.Helper()
-	wd := time.AfterFunc(d, func() {
-		t.Errorf("watchdog: %s did not happen within %v", what, d)
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	t.Cleanup(func() { wd.Stop() })
-}
-
-// bubbleWithin runs f in a synctest bubble on a goroutine of its own and
-// fails the test, saying what hung, unless the bubble ends within d of
-// real time: a bubble whose goroutines never all block (a timer re-armed
-// for now, over and over) would otherwise run until the suite's timeout.
-func bubbleWithin(t *testing.T, d time.Duration, what string, f func(t *testing.T)) {
-	t.Helper()
-	done := make(chan struct{})
-	var p any
-	go func() {
-		defer close(done)
-		defer func() { p = recover() }()
-		synctest.Test(t, f)
-	}()
-	select {
-	case <-done:
-		if p != nil {
-			panic(p)
-		}
-	case <-time.After(d):
-		t.Fatalf("hung: %s did not end within %v of real time", what, d)
-	}
-}
-
-// send writes msg to c, failing the test if it cannot.
-func send(t *testing.T, c net.Conn, msg string) {
-	t.Helper()
-	require.NoError(t, c.SetWriteDeadline(time.Now().Add(10*time.Second)))
-	_, err := io.WriteString(c, msg)
-	require.NoError(t, err)
-}
-
-// receive reads exactly len(want) bytes from c and checks them.
-func receive(t *testing.T, c net.Conn, want string) {
-	t.Helper()
-	buf := make([]byte, len(want))
-	_, err := io.ReadFull(c, buf)
-	require.NoError(t, err)
-	require.Equal(t, want, string(buf))
-}
-
-// assertTimeout checks that err is the error of an idle conn that timed out.
-func assertTimeout(t *testing.T, err error, op string) {
-	t.Helper()
-	require.Error(t, err, op)
-	assert.ErrorIs(t, err, os.ErrDeadlineExceeded, op)
-	var ne net.Error
-	if assert.ErrorAs(t, err, &ne, op) {
-		assert.True(t, ne.Timeout(), "%s: %v: Timeout() is false", op, err)
-	}
-	var oe *net.OpError
-	if assert.ErrorAs(t, err, &oe, op) {
-		assert.Equal(t, op, oe.Op)
-		assert.Equal(t, "tcp", oe.Net)
-	}
-}
-
-// assertPeerSeesClose checks that the peer of a conn sees it closed: its
-// Read returns io.EOF (or a reset), not a timeout of its own deadline.
-func assertPeerSeesClose(t *testing.T, peer net.Conn) {
-	t.Helper()
-	require.NoError(t, peer.SetReadDeadline(time.Now().Add(10*time.Second)))
-	_, err := peer.Read(make([]byte, 1))
-	require.Error(t, err)
-	assert.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the peer waited 10s and the conn was not closed: %v", err)
-}
-
 func TestIdleConn_ClosedAfterIdleNotBefore(t *testing.T) {
-	h, mock := newMockHierarchy(t)
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "a Read of the conn closed by its idle timeout returning", server, client)
+	h, mock := timingwheel.NewMock(t)
+	server, client := timingwheel.TCPPair(t)
+	timingwheel.Watchdog(t, 20*time.Second, "a Read of the conn closed by its idle timeout returning", server, client)
 	const idle = 3 * time.Second
 	conn := h.IdleConn(server, idle)
 	assert.Equal(t, 1, h.Len())
 	assert.Equal(t, mock.Now().Add(idle), conn.(idleConn).IdleDeadline())
 
 	mock.Add(idle - time.Millisecond)
-	require.Equal(t, 0, advanceWithin(t, h, "a tick before idle"), "closed a tick before idle had passed")
-	send(t, conn, "still open") // only reading re-arms: this changes nothing
-	receive(t, client, "still open")
+	require.Equal(t, 0, timingwheel.AdvanceWithin(t, h, "a tick before idle"), "closed a tick before idle had passed")
+	timingwheel.Send(t, conn, "still open") // only reading re-arms: this changes nothing
+	timingwheel.Receive(t, client, "still open")
 
 	mock.Add(time.Millisecond)
-	require.Equal(t, 1, advanceWithin(t, h, "idle passed"), "not closed once idle had passed")
+	require.Equal(t, 1, timingwheel.AdvanceWithin(t, h, "idle passed"), "not closed once idle had passed")
 	assert.Equal(t, 0, h.Len(), "the hierarchy holds the timer of a closed conn")
-	assertPeerSeesClose(t, client) // the socket itself was closed
+	timingwheel.AssertPeerSeesClose(t, client) // the socket itself was closed
 	_, err := conn.Read(make([]byte, 1))
-	assertTimeout(t, err, "read")
+	timingwheel.AssertTimeout(t, err, "read")
 	assert.NoError(t, conn.Close(), "the first Close after the hierarchy closed the conn")
 	assert.ErrorIs(t, conn.Close(), net.ErrClosed, "a second Close")
 }
 
 func TestIdleConn_ReadRearms(t *testing.T) {
-	h, mock := newMockHierarchy(t)
-	server, client := tcpPair(t)
-	watchdog(t, 10*time.Second, "a Read of data already sent", server, client)
+	h, mock := timingwheel.NewMock(t)
+	server, client := timingwheel.TCPPair(t)
+	timingwheel.Watchdog(t, 10*time.Second, "a Read of data already sent", server, client)
 	const idle = 2 * time.Second
 	conn := h.IdleConn(server, idle).(idleConn)
 	deadline := mock.Now().Add(idle)
@@ -185,8 +65,8 @@ func TestIdleConn_ReadRearms(t *testing.T) {
 	buf := make([]byte, 16)
 	for i := range 5 {
 		mock.Add(idle - time.Millisecond)
-		require.Equal(t, 0, advanceWithin(t, h, "a heartbeat"), "heartbeat %d", i)
-		send(t, client, "x")
+		require.Equal(t, 0, timingwheel.AdvanceWithin(t, h, "a heartbeat"), "heartbeat %d", i)
+		timingwheel.Send(t, client, "x")
 		n, err := conn.Read(buf)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
@@ -209,34 +89,34 @@ func TestIdleConn_ReadRearms(t *testing.T) {
 	assert.Equal(t, 1, h.Len(), "a failed Read of c closed the idle conn")
 
 	mock.Add(time.Second - time.Millisecond)
-	require.Equal(t, 0, advanceWithin(t, h, "a tick before idle after the last Read"), "closed before idle after the last Read with data")
+	require.Equal(t, 0, timingwheel.AdvanceWithin(t, h, "a tick before idle after the last Read"), "closed before idle after the last Read with data")
 	mock.Add(time.Millisecond)
-	require.Equal(t, 1, advanceWithin(t, h, "idle after the last Read"), "not closed idle after the last Read with data")
+	require.Equal(t, 1, timingwheel.AdvanceWithin(t, h, "idle after the last Read"), "not closed idle after the last Read with data")
 	_, err = conn.Read(buf)
-	assertTimeout(t, err, "read")
+	timingwheel.AssertTimeout(t, err, "read")
 }
 
 func TestIdleConn_TimeoutError(t *testing.T) {
 	const idle = time.Minute
 	t.Run("after", func(t *testing.T) {
-		h, mock := newMockHierarchy(t)
-		server, client := tcpPair(t)
-		watchdog(t, 10*time.Second, "a Read and a Write of the conn closed by its idle timeout returning", server, client)
+		h, mock := timingwheel.NewMock(t)
+		server, client := timingwheel.TCPPair(t)
+		timingwheel.Watchdog(t, 10*time.Second, "a Read and a Write of the conn closed by its idle timeout returning", server, client)
 		conn := h.IdleConn(server, idle)
 		mock.Add(idle)
-		require.Equal(t, 1, advanceWithin(t, h, "idle passed"))
+		require.Equal(t, 1, timingwheel.AdvanceWithin(t, h, "idle passed"))
 		for range 2 { // and stays so
 			_, err := conn.Read(make([]byte, 1))
-			assertTimeout(t, err, "read")
+			timingwheel.AssertTimeout(t, err, "read")
 			_, err = conn.Write([]byte("x"))
-			assertTimeout(t, err, "write")
+			timingwheel.AssertTimeout(t, err, "write")
 		}
 		assert.Equal(t, 0, h.Len())
 	})
 	t.Run("blocked read", func(t *testing.T) {
-		h, mock := newMockHierarchy(t)
-		server, client := tcpPair(t)
-		watchdog(t, 10*time.Second, "a Read blocked across the idle timeout returning", server, client)
+		h, mock := timingwheel.NewMock(t)
+		server, client := timingwheel.TCPPair(t)
+		timingwheel.Watchdog(t, 10*time.Second, "a Read blocked across the idle timeout returning", server, client)
 		conn := h.IdleConn(server, idle)
 		errc := make(chan error, 1)
 		go func() {
@@ -245,14 +125,14 @@ func TestIdleConn_TimeoutError(t *testing.T) {
 		}()
 		time.Sleep(20 * time.Millisecond) // let it block: had it not yet, the error is the same
 		mock.Add(idle)
-		require.Equal(t, 1, advanceWithin(t, h, "idle passed, a Read blocked"))
-		assertTimeout(t, recvWithin(t, 10*time.Second, errc, "the blocked Read returning"), "read")
-		assertPeerSeesClose(t, client)
+		require.Equal(t, 1, timingwheel.AdvanceWithin(t, h, "idle passed, a Read blocked"))
+		timingwheel.AssertTimeout(t, timingwheel.RecvWithin(t, 10*time.Second, errc, "the blocked Read returning"), "read")
+		timingwheel.AssertPeerSeesClose(t, client)
 	})
 	t.Run("blocked write", func(t *testing.T) {
-		h, mock := newMockHierarchy(t)
-		server, client := tcpPair(t)
-		watchdog(t, 10*time.Second, "a Write blocked across the idle timeout returning", server, client)
+		h, mock := timingwheel.NewMock(t)
+		server, client := timingwheel.TCPPair(t)
+		timingwheel.Watchdog(t, 10*time.Second, "a Write blocked across the idle timeout returning", server, client)
 		conn := h.IdleConn(server, idle)
 		errc := make(chan error, 1)
 		go func() {
@@ -263,27 +143,27 @@ func TestIdleConn_TimeoutError(t *testing.T) {
 		}()
 		time.Sleep(50 * time.Millisecond)
 		mock.Add(idle)
-		require.Equal(t, 1, advanceWithin(t, h, "idle passed, a Write blocked"))
-		assertTimeout(t, recvWithin(t, 10*time.Second, errc, "the blocked Write returning"), "write")
+		require.Equal(t, 1, timingwheel.AdvanceWithin(t, h, "idle passed, a Write blocked"))
+		timingwheel.AssertTimeout(t, timingwheel.RecvWithin(t, 10*time.Second, errc, "the blocked Write returning"), "write")
 	})
 }
 
 func TestIdleConn_CloseStopsTimer(t *testing.T) {
-	h, mock := newMockHierarchy(t)
+	h, mock := timingwheel.NewMock(t)
 	other := h.AfterFunc(time.Hour, func() {})
 	before := h.Len()
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "a Read of the closed conn returning", server, client)
+	server, client := timingwheel.TCPPair(t)
+	timingwheel.Watchdog(t, 20*time.Second, "a Read of the closed conn returning", server, client)
 	conn := h.IdleConn(server, time.Second)
 	assert.Equal(t, before+1, h.Len())
 
 	assert.NoError(t, conn.Close())
 	assert.Equal(t, before, h.Len(), "Close left the timer armed")
-	assertPeerSeesClose(t, client)
+	timingwheel.AssertPeerSeesClose(t, client)
 	assert.ErrorIs(t, conn.Close(), net.ErrClosed, "a second Close is c's second Close")
 
 	mock.Add(time.Minute)
-	assert.Equal(t, 0, advanceWithin(t, h, "a minute after Close"), "a closed conn's timer fired")
+	assert.Equal(t, 0, timingwheel.AdvanceWithin(t, h, "a minute after Close"), "a closed conn's timer fired")
 	_, err := conn.Read(make([]byte, 1))
 	assert.ErrorIs(t, err, net.ErrClosed, "Read after Close")
 	assert.NotErrorIs(t, err, os.ErrDeadlineExceeded, "Read after Close")
@@ -291,13 +171,13 @@ func TestIdleConn_CloseStopsTimer(t *testing.T) {
 }
 
 func TestIdleConn_PeerClosed(t *testing.T) {
-	h, mock := newMockHierarchy(t)
-	server, client := tcpPair(t)
-	watchdog(t, 10*time.Second, "Read seeing the peer close", server, client)
+	h, mock := timingwheel.NewMock(t)
+	server, client := timingwheel.TCPPair(t)
+	timingwheel.Watchdog(t, 10*time.Second, "Read seeing the peer close", server, client)
 	conn := h.IdleConn(server, time.Minute).(idleConn)
 	deadline := conn.IdleDeadline()
 
-	send(t, client, "bye")
+	timingwheel.Send(t, client, "bye")
 	require.NoError(t, client.Close())
 	mock.Add(time.Second)
 	data, err := io.ReadAll(conn) // reads to io.EOF
@@ -318,8 +198,8 @@ func TestIdleConn_PeerClosed(t *testing.T) {
 // c's: addresses, deadlines (a read deadline times out a Read without
 // closing the conn), and NetConn gives c back.
 func TestIdleConn_OtherMethods(t *testing.T) {
-	h, _ := newMockHierarchy(t)
-	server, client := tcpPair(t)
+	h, _ := timingwheel.NewMock(t)
+	server, client := timingwheel.TCPPair(t)
 	conn := h.IdleConn(server, time.Minute).(idleConn)
 	assert.Same(t, server, conn.NetConn())
 	assert.Equal(t, server.LocalAddr(), conn.LocalAddr())
@@ -329,13 +209,13 @@ func TestIdleConn_OtherMethods(t *testing.T) {
 	_, err := conn.Read(make([]byte, 1))
 	assert.ErrorIs(t, err, os.ErrDeadlineExceeded)
 	require.NoError(t, conn.SetDeadline(time.Time{}))
-	send(t, client, "after")
-	receive(t, conn, "after") // still open
+	timingwheel.Send(t, client, "after")
+	timingwheel.Receive(t, conn, "after") // still open
 	assert.Equal(t, 1, h.Len())
 }
 
 func TestIdleListener(t *testing.T) {
-	h, mock := newMockHierarchy(t)
+	h, mock := timingwheel.NewMock(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	il := h.IdleListener(ln, time.Second)
@@ -349,7 +229,7 @@ func TestIdleListener(t *testing.T) {
 		defer c.Close()
 		clients = append(clients, c)
 	}
-	watchdog(t, 10*time.Second, "Accept of a dialled connection", il, clients[0], clients[1], clients[2])
+	timingwheel.Watchdog(t, 10*time.Second, "Accept of a dialled connection", il, clients[0], clients[1], clients[2])
 	var conns []net.Conn
 	for range clients {
 		c, err := il.Accept()
@@ -363,14 +243,14 @@ func TestIdleListener(t *testing.T) {
 
 	// One heartbeats; the others are closed a second after Accept.
 	mock.Add(500 * time.Millisecond)
-	send(t, clients[0], "x")
-	receive(t, conns[0], "x")
+	timingwheel.Send(t, clients[0], "x")
+	timingwheel.Receive(t, conns[0], "x")
 	mock.Add(500 * time.Millisecond)
-	assert.Equal(t, 2, advanceWithin(t, h, "a second after Accept"))
+	assert.Equal(t, 2, timingwheel.AdvanceWithin(t, h, "a second after Accept"))
 	_, err = conns[1].Read(make([]byte, 1))
-	assertTimeout(t, err, "read")
+	timingwheel.AssertTimeout(t, err, "read")
 	mock.Add(500 * time.Millisecond)
-	assert.Equal(t, 1, advanceWithin(t, h, "a second after the heartbeat"))
+	assert.Equal(t, 1, timingwheel.AdvanceWithin(t, h, "a second after the heartbeat"))
 
 	// Accept's errors are the listener's.
 	require.NoError(t, il.Close())
@@ -379,8 +259,8 @@ func TestIdleListener(t *testing.T) {
 }
 
 func TestIdleConn_BadInput(t *testing.T) {
-	h, _ := newMockHierarchy(t)
-	server, _ := tcpPair(t)
+	h, _ := timingwheel.NewMock(t)
+	server, _ := timingwheel.TCPPair(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
@@ -403,9 +283,9 @@ func TestIdleConn_RealClock(t *testing.T) {
 	h, err := timingwheel.New()
 	require.NoError(t, err)
 	h.Start()
-	defer stopWithin(t, h, 10*time.Second)
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "the close of an idle conn by the driver", server, client)
+	defer timingwheel.StopWithin(t, h, "the driver")
+	server, client := timingwheel.TCPPair(t)
+	timingwheel.Watchdog(t, 20*time.Second, "the close of an idle conn by the driver", server, client)
 	const idle = 100 * time.Millisecond
 	conn := h.IdleConn(server, idle).(idleConn)
 
@@ -413,7 +293,7 @@ func TestIdleConn_RealClock(t *testing.T) {
 	var deadline time.Time
 	for range 3 {
 		sent := time.Now()
-		send(t, client, "x")
+		timingwheel.Send(t, client, "x")
 		_, err := conn.Read(buf)
 		require.NoError(t, err)
 		deadline = conn.IdleDeadline()
@@ -422,7 +302,7 @@ func TestIdleConn_RealClock(t *testing.T) {
 	}
 	_, err = conn.Read(buf)
 	closed := time.Now()
-	assertTimeout(t, err, "read")
+	timingwheel.AssertTimeout(t, err, "read")
 	assert.False(t, closed.Before(deadline), "closed %v before its deadline", deadline.Sub(closed))
 	late := closed.Sub(deadline)
 	t.Logf("the blocked Read returned %v after the deadline", late)
@@ -439,89 +319,47 @@ func TestIdleConn_Concurrent(t *testing.T) {
 	h, err := timingwheel.New()
 	require.NoError(t, err)
 	h.Start()
-	defer stopWithin(t, h, 10*time.Second)
-	const n = 24
-	var wg sync.WaitGroup
+	defer timingwheel.StopWithin(t, h, "the driver")
 	var timedOut, closed atomic.Int64 // readers' ends, to see both happen
-	errs := make(chan error, 4*n)
-	for i := range n {
-		server, client := tcpPair(t)
-		rng := rand.New(rand.NewPCG(uint64(i), 1))
-		idle := time.Duration(2+rng.IntN(10)) * time.Millisecond
-		conn := h.IdleConn(server, idle)
-		closeAfter := time.Duration(rng.IntN(60)) * time.Millisecond
-		wg.Go(func() { // the peer: heartbeats at random gaps, some too long
-			rng := rand.New(rand.NewPCG(uint64(i), 2))
-			for {
-				time.Sleep(time.Duration(rng.Int64N(int64(idle))) * 3 / 2)
-				if _, err := client.Write([]byte("x")); err != nil {
-					return
+	timingwheel.CloseRace{
+		Conns: 24, Readers: 2, Writers: 1, ReadBuf: 1, WriteGap: 4 * time.Millisecond,
+		Wrap: func(i int, server net.Conn) (net.Conn, time.Duration, time.Duration) {
+			rng := rand.New(rand.NewPCG(uint64(i), 1))
+			idle := time.Duration(2+rng.IntN(10)) * time.Millisecond
+			conn := h.IdleConn(server, idle)
+			return conn, idle, time.Duration(rng.IntN(60)) * time.Millisecond
+		},
+		Expected: func(op string, err error) bool {
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				if op == "read" {
+					timedOut.Add(1)
 				}
+			case errors.Is(err, net.ErrClosed):
+				if op == "read" {
+					closed.Add(1)
+				}
+			default:
+				return false
 			}
-		})
-		for range 2 { // two readers
-			wg.Go(func() {
-				buf := make([]byte, 1)
-				for {
-					if _, err := conn.Read(buf); err != nil {
-						switch {
-						case errors.Is(err, os.ErrDeadlineExceeded):
-							timedOut.Add(1)
-						case errors.Is(err, net.ErrClosed):
-							closed.Add(1)
-						default:
-							errs <- err
-						}
-						return
-					}
-				}
-			})
-		}
-		wg.Go(func() { // a writer
-			rng := rand.New(rand.NewPCG(uint64(i), 3))
-			for {
-				if _, err := conn.Write([]byte("y")); err != nil {
-					if !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, net.ErrClosed) {
-						errs <- err
-					}
-					return
-				}
-				time.Sleep(time.Duration(rng.IntN(4000)) * time.Microsecond)
-			}
-		})
-		wg.Go(func() { // and Close, racing with it all
-			time.Sleep(closeAfter)
-			conn.Close()
-			client.Close()
-		})
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("readers, writers or closers still running after 20s")
-	}
+			return true
+		},
+	}.Run(t, h)
 	t.Logf("readers ended by the timeout: %d, by Close: %d", timedOut.Load(), closed.Load())
-	close(errs)
-	for err := range errs {
-		t.Errorf("unexpected error: %v", err)
-	}
-	assert.Equal(t, 0, h.Len(), "timers left armed after every conn was closed")
 }
 
 // TestIdleConn_ReadAllocs checks that a Read that re-arms allocates nothing,
-// with the timer far off (re-armed without the hierarchy's lock) and near.
+// with the timer far off (only its deadline stored) and near.
 func TestIdleConn_ReadAllocs(t *testing.T) {
 	for _, idle := range []time.Duration{time.Hour, 100 * time.Millisecond} {
 		t.Run("idle="+idle.String(), func(t *testing.T) {
 			h, err := timingwheel.New()
 			require.NoError(t, err)
-			server, client := tcpPair(t)
-			watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
+			server, client := timingwheel.TCPPair(t)
+			timingwheel.Watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
 			conn := h.IdleConn(server, idle).(idleConn)
 			const runs = 500
-			send(t, client, string(make([]byte, 2*8*(runs+1)))) // more than the Reads take
+			timingwheel.Send(t, client, string(make([]byte, 2*8*(runs+1)))) // more than the Reads take
 			buf := make([]byte, 8)
 			before := conn.IdleDeadline()
 			allocs := testing.AllocsPerRun(runs, func() {
@@ -546,7 +384,7 @@ func BenchmarkIdleConn_Read(b *testing.B) {
 	defer h.Stop()
 	for _, impl := range []string{"plain", "idleconn", "setreaddeadline"} {
 		b.Run("read="+impl, func(b *testing.B) {
-			server, client := tcpPair(b)
+			server, client := timingwheel.TCPPair(b)
 			go func() {
 				chunk := make([]byte, 64<<10)
 				for {
@@ -575,39 +413,16 @@ func BenchmarkIdleConn_Read(b *testing.B) {
 	}
 }
 
-// manualClock is a clock moved only by Add, without clock.Mock's real
-// sleep on every move; the hierarchy, never Started, reads only Now and
-// Since.
-type manualClock struct {
-	clock.Clock // nil: only Now and Since are implemented
-	mu          sync.Mutex
-	now         time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-
-func (c *manualClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // TestIdleConn_ReadRacesCloseAndExpiry aims Close, and the expiry, at a
 // reader that is re-arming the timer all the time: a Read whose data came
 // just before either must not leave the timer armed for a conn that is gone.
 func TestIdleConn_ReadRacesCloseAndExpiry(t *testing.T) {
-	clk := &manualClock{now: time.Unix(1e9, 0)}
+	clk := timingwheel.NewFakeClock()
 	h, err := timingwheel.New(timingwheel.WithClock(clk))
 	require.NoError(t, err)
 	const idle = time.Second
 	for i := range 100 {
-		server, client := tcpPair(t)
+		server, client := timingwheel.TCPPair(t)
 		conn := h.IdleConn(server, idle)
 		go func() { // keep the reader busy for a while
 			chunk := make([]byte, 4<<10)
@@ -634,7 +449,7 @@ func TestIdleConn_ReadRacesCloseAndExpiry(t *testing.T) {
 		} else {
 			// Fire the timeout: the reader keeps re-arming it idle from
 			// now, so move the clock on until a firing wins.
-			for fired, tries := 0, 0; fired == 0; fired, tries = advanceWithin(t, h, "an idle step"), tries+1 {
+			for fired, tries := 0, 0; fired == 0; fired, tries = timingwheel.AdvanceWithin(t, h, "an idle step"), tries+1 {
 				if tries == 100_000 {
 					t.Fatalf("hung: round %d: the idle timeout did not fire in %d Advances an idle period apart", i, tries)
 				}
@@ -649,7 +464,7 @@ func TestIdleConn_ReadRacesCloseAndExpiry(t *testing.T) {
 		if byClose {
 			assert.ErrorIs(t, err, net.ErrClosed, "round %d", i)
 		} else {
-			assertTimeout(t, err, "read")
+			timingwheel.AssertTimeout(t, err, "read")
 		}
 		client.Close()
 		conn.Close()
@@ -683,9 +498,9 @@ func TestIdleConn_ReadWithDataAtExpiry(t *testing.T) {
 	for _, byClose := range []bool{false, true} {
 		name := map[bool]string{false: "expiry", true: "close"}[byClose]
 		t.Run(name, func(t *testing.T) {
-			h, mock := newMockHierarchy(t)
-			server, client := tcpPair(t)
-			watchdog(t, 10*time.Second, "a Read held between its data and the re-arming returning", server, client)
+			h, mock := timingwheel.NewMock(t)
+			server, client := timingwheel.TCPPair(t)
+			timingwheel.Watchdog(t, 10*time.Second, "a Read held between its data and the re-arming returning", server, client)
 			pc := &pausingConn{Conn: server, gotData: make(chan int), resume: make(chan struct{})}
 			const idle = time.Second
 			conn := h.IdleConn(pc, idle)
@@ -699,16 +514,16 @@ func TestIdleConn_ReadWithDataAtExpiry(t *testing.T) {
 				n, err := conn.Read(make([]byte, 16))
 				done <- result{n, err}
 			}()
-			send(t, client, "late")
-			recvWithin(t, 10*time.Second, pc.gotData, "the Read getting the data sent")
+			timingwheel.Send(t, client, "late")
+			timingwheel.RecvWithin(t, 10*time.Second, pc.gotData, "the Read getting the data sent")
 			if byClose {
 				require.NoError(t, conn.Close())
 			} else {
 				mock.Add(idle)
-				require.Equal(t, 1, advanceWithin(t, h, "idle passed while a Read holds its data"))
+				require.Equal(t, 1, timingwheel.AdvanceWithin(t, h, "idle passed while a Read holds its data"))
 			}
 			close(pc.resume)
-			r := recvWithin(t, 10*time.Second, done, "the held Read returning")
+			r := timingwheel.RecvWithin(t, 10*time.Second, done, "the held Read returning")
 			assert.Equal(t, 4, r.n, "the data that came just before the close")
 			assert.NoError(t, r.err, "the Read that returns the data")
 			assert.Equal(t, 0, h.Len(), "the Read re-armed the timer of a closed conn")
@@ -717,10 +532,10 @@ func TestIdleConn_ReadWithDataAtExpiry(t *testing.T) {
 			if byClose {
 				assert.ErrorIs(t, err, net.ErrClosed)
 			} else {
-				assertTimeout(t, err, "read")
+				timingwheel.AssertTimeout(t, err, "read")
 			}
 			mock.Add(time.Hour)
-			assert.Equal(t, 0, advanceWithin(t, h, "an hour later"))
+			assert.Equal(t, 0, timingwheel.AdvanceWithin(t, h, "an hour later"))
 		})
 	}
 }
@@ -749,10 +564,32 @@ func BenchmarkIdleConn_Rearm(b *testing.B) {
 		}
 	})
 	b.Run("keep=setreaddeadline", func(b *testing.B) {
-		server, _ := tcpPair(b)
+		server, _ := timingwheel.TCPPair(b)
 		b.ReportAllocs()
 		for b.Loop() {
 			server.SetReadDeadline(time.Now().Add(idle))
 		}
 	})
+}
+
+// years is the hierarchy's clock 150 years after its origin: within the
+// range the hierarchy keeps (deadlines up to the largest time.Duration,
+// about 292 years, from the origin work: docs/guarantees.md, "Precision
+// does not depend on distance").
+const years = 150 * 365 * 24 * time.Hour
+
+// A conn without options (a Timer of its own) wrapped 150 years after the
+// origin is closed idle after, not a tick after wrapping.
+func TestIdleConn_ClosedAfterIdle150YearsAfterOrigin(t *testing.T) {
+	h, mock := timingwheel.NewMock(t)
+	mock.Add(years)
+	local, peer := timingwheel.Pipe(t)
+	c := h.IdleConn(local, time.Hour)
+	defer c.Close()
+	mock.Add(time.Millisecond)
+	timingwheel.AdvanceWithin(t, h, "a tick after wrapping")
+	assert.False(t, timingwheel.PeerSeesClosed(t, peer), "closed a tick after wrapping")
+	mock.Add(time.Hour)
+	timingwheel.AdvanceWithin(t, h, "an hour later")
+	assert.True(t, timingwheel.PeerSeesClosed(t, peer), "not closed an hour later")
 }

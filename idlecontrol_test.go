@@ -27,26 +27,13 @@ var idleKinds = []struct {
 	{"allidle", []timingwheel.IdleOption{timingwheel.AllIdle()}},
 }
 
-// assertIdleErr checks that err is the error of a conn the hierarchy
-// closed, for why (ErrIdle or ErrLifetime).
-func assertIdleErr(t *testing.T, err error, why error, op string) {
-	t.Helper()
-	require.Error(t, err, op)
-	assert.ErrorIs(t, err, why, op)
-	assert.ErrorIs(t, err, os.ErrDeadlineExceeded, op)
-	var ne net.Error
-	if assert.ErrorAs(t, err, &ne, op) {
-		assert.True(t, ne.Timeout(), "%s: %v: Timeout() is false", op, err)
-	}
-}
-
 func TestIdleControl_EveryConnImplementsIt(t *testing.T) {
-	h, _ := newMockHierarchy(t)
+	h, _ := timingwheel.NewMock(t)
 	for _, k := range append(idleKinds, struct {
 		name string
 		opts []timingwheel.IdleOption
 	}{"lifetime", []timingwheel.IdleOption{timingwheel.MaxLifetime(time.Hour)}}) {
-		server, _ := tcpPair(t)
+		server, _ := timingwheel.TCPPair(t)
 		c := h.IdleConn(server, time.Minute, k.opts...)
 		ic, ok := c.(timingwheel.IdleControl)
 		require.True(t, ok, "%s: %T is no IdleControl", k.name, c)
@@ -80,9 +67,9 @@ func assertOpen(t *testing.T, c net.Conn) {
 func TestIdleControl_PauseHoldsResumeCountsAfresh(t *testing.T) {
 	for _, k := range idleKinds {
 		t.Run(k.name, func(t *testing.T) {
-			h, mock := newMockHierarchy(t)
-			server, client := tcpPair(t)
-			watchdog(t, 20*time.Second, "a Read or a close", server, client)
+			h, mock := timingwheel.NewMock(t)
+			server, client := timingwheel.TCPPair(t)
+			timingwheel.Watchdog(t, 20*time.Second, "a Read or a close", server, client)
 			const idle = time.Second
 			c := h.IdleConn(server, idle, k.opts...).(timingwheel.IdleControl)
 			defer c.Close()
@@ -90,27 +77,27 @@ func TestIdleControl_PauseHoldsResumeCountsAfresh(t *testing.T) {
 			assert.True(t, c.IdleDeadline().IsZero(), "IdleDeadline of a paused conn: %v", c.IdleDeadline())
 			for range 5 {
 				mock.Add(idle)
-				advanceWithin(t, h, "paused")
+				timingwheel.AdvanceWithin(t, h, "paused")
 			}
-			send(t, client, "x") // the conn is open: the peer's data waits for it
-			receive(t, c, "x")
+			timingwheel.Send(t, client, "x") // the conn is open: the peer's data waits for it
+			timingwheel.Receive(t, c, "x")
 			c.Pause() // a second Pause changes nothing
 			mock.Add(10 * time.Hour)
-			advanceWithin(t, h, "paused 10h")
+			timingwheel.AdvanceWithin(t, h, "paused 10h")
 			c.Resume()
 			assert.Equal(t, h.Now().Add(idle), c.IdleDeadline(), "Resume counts idle from now")
 			mock.Add(idle - time.Millisecond)
-			advanceWithin(t, h, "a tick before idle after Resume")
-			send(t, client, "y")
-			receive(t, c, "y") // open; and the Read counts from now
+			timingwheel.AdvanceWithin(t, h, "a tick before idle after Resume")
+			timingwheel.Send(t, client, "y")
+			timingwheel.Receive(t, c, "y") // open; and the Read counts from now
 			mock.Add(idle - time.Millisecond)
-			advanceWithin(t, h, "a tick before idle after the Read")
+			timingwheel.AdvanceWithin(t, h, "a tick before idle after the Read")
 			assertOpen(t, c)
 			mock.Add(time.Millisecond)
-			advanceWithin(t, h, "idle after the Read")
-			assertPeerSeesClose(t, client)
+			timingwheel.AdvanceWithin(t, h, "idle after the Read")
+			timingwheel.AssertPeerSeesClose(t, client)
 			_, err := c.Read(make([]byte, 1))
-			assertIdleErr(t, err, timingwheel.ErrIdle, "read")
+			timingwheel.AssertIdleErr(t, err, timingwheel.ErrIdle, "read")
 			c.Resume() // after the close: nothing
 			c.Pause()
 			assert.Zero(t, h.Len())
@@ -122,11 +109,11 @@ func TestIdleControl_PauseHoldsResumeCountsAfresh(t *testing.T) {
 func TestIdleControl_SetIdle(t *testing.T) {
 	for _, k := range idleKinds {
 		t.Run(k.name, func(t *testing.T) {
-			h, mock := newMockHierarchy(t)
+			h, mock := timingwheel.NewMock(t)
 			p := h.IdlePolicy(time.Second, k.opts...)
-			s1, c1 := tcpPair(t)
-			s2, c2 := tcpPair(t)
-			watchdog(t, 20*time.Second, "a Read or a close", s1, c1, s2, c2)
+			s1, c1 := timingwheel.TCPPair(t)
+			s2, c2 := timingwheel.TCPPair(t)
+			timingwheel.Watchdog(t, 20*time.Second, "a Read or a close", s1, c1, s2, c2)
 			a := p.Conn(s1).(timingwheel.IdleControl)
 			b := p.Conn(s2).(timingwheel.IdleControl)
 			defer a.Close()
@@ -134,18 +121,18 @@ func TestIdleControl_SetIdle(t *testing.T) {
 			a.SetIdle(time.Hour) // after authentication, say
 			assert.Equal(t, h.Now().Add(time.Hour), a.IdleDeadline())
 			mock.Add(time.Second)
-			advanceWithin(t, h, "1s")
-			assertPeerSeesClose(t, c2)
+			timingwheel.AdvanceWithin(t, h, "1s")
+			timingwheel.AssertPeerSeesClose(t, c2)
 			mock.Add(30 * time.Minute)
-			advanceWithin(t, h, "30m")
+			timingwheel.AdvanceWithin(t, h, "30m")
 			a.SetIdle(time.Minute) // shorter: from now
 			mock.Add(time.Minute - time.Millisecond)
-			advanceWithin(t, h, "a tick before the new idle")
-			send(t, c1, "x")
-			receive(t, a, "x")
+			timingwheel.AdvanceWithin(t, h, "a tick before the new idle")
+			timingwheel.Send(t, c1, "x")
+			timingwheel.Receive(t, a, "x")
 			mock.Add(time.Minute)
-			advanceWithin(t, h, "the new idle after the Read")
-			assertPeerSeesClose(t, c1)
+			timingwheel.AdvanceWithin(t, h, "the new idle after the Read")
+			timingwheel.AssertPeerSeesClose(t, c1)
 			assert.Panics(t, func() { a.SetIdle(0) })
 		})
 	}
@@ -155,30 +142,30 @@ func TestIdleControl_SetIdle(t *testing.T) {
 // os.ErrDeadlineExceeded and a Timeout; OnReadIdle's f closing the conn is
 // an idle close.
 func TestIdleControl_Sentinels(t *testing.T) {
-	h, mock := newMockHierarchy(t)
+	h, mock := timingwheel.NewMock(t)
 	assert.False(t, errors.Is(timingwheel.ErrIdle, timingwheel.ErrLifetime))
-	s1, c1 := tcpPair(t)
+	s1, c1 := timingwheel.TCPPair(t)
 	life := h.IdleConn(s1, time.Hour, timingwheel.MaxLifetime(time.Second))
-	s2, c2 := tcpPair(t)
+	s2, c2 := timingwheel.TCPPair(t)
 	byF := h.IdleConn(s2, time.Second, timingwheel.OnReadIdle(func(c net.Conn) { c.Close() }))
-	s3, c3 := tcpPair(t)
-	watchdog(t, 20*time.Second, "a Read or a close", s1, c1, s2, c2, s3, c3)
+	s3, c3 := timingwheel.TCPPair(t)
+	timingwheel.Watchdog(t, 20*time.Second, "a Read or a close", s1, c1, s2, c2, s3, c3)
 	plain := h.IdleConn(s3, time.Second)
 	blocked := make(chan error, 1)
 	go func() { _, err := byF.Read(make([]byte, 1)); blocked <- err }()
 	mock.Add(time.Second)
-	advanceWithin(t, h, "1s")
-	assertPeerSeesClose(t, c1)
-	assertPeerSeesClose(t, c2)
+	timingwheel.AdvanceWithin(t, h, "1s")
+	timingwheel.AssertPeerSeesClose(t, c1)
+	timingwheel.AssertPeerSeesClose(t, c2)
 	_, err := life.Read(make([]byte, 1))
-	assertIdleErr(t, err, timingwheel.ErrLifetime, "read after the lifetime")
+	timingwheel.AssertIdleErr(t, err, timingwheel.ErrLifetime, "read after the lifetime")
 	_, err = life.Write([]byte("x"))
-	assertIdleErr(t, err, timingwheel.ErrLifetime, "write after the lifetime")
-	assertIdleErr(t, recvWithin(t, 10*time.Second, blocked, "the Read blocked when f closed the conn"), timingwheel.ErrIdle, "a Read blocked when OnReadIdle's f closed the conn")
+	timingwheel.AssertIdleErr(t, err, timingwheel.ErrLifetime, "write after the lifetime")
+	timingwheel.AssertIdleErr(t, timingwheel.RecvWithin(t, 10*time.Second, blocked, "the Read blocked when f closed the conn"), timingwheel.ErrIdle, "a Read blocked when OnReadIdle's f closed the conn")
 	_, err = byF.Write([]byte("x"))
-	assertIdleErr(t, err, timingwheel.ErrIdle, "write after f closed the conn")
+	timingwheel.AssertIdleErr(t, err, timingwheel.ErrIdle, "write after f closed the conn")
 	_, err = plain.Read(make([]byte, 1))
-	assertIdleErr(t, err, timingwheel.ErrIdle, "read after the idle close")
+	timingwheel.AssertIdleErr(t, err, timingwheel.ErrIdle, "read after the idle close")
 	assert.NoError(t, life.Close(), "the first Close after the hierarchy's")
 	assert.Zero(t, h.Len())
 }
@@ -191,14 +178,14 @@ func TestIdleControl_Allocs(t *testing.T) {
 	}{"all", []timingwheel.IdleOption{timingwheel.AllIdle(), timingwheel.OnReadIdle(func(net.Conn) {}),
 		timingwheel.OnWriteIdle(time.Hour, func(net.Conn) {}), timingwheel.MaxLifetime(time.Hour)}}) {
 		t.Run(k.name, func(t *testing.T) {
-			h, _ := newMockHierarchy(t)
-			server, client := tcpPair(t)
-			watchdog(t, 20*time.Second, "Reads of data already sent", server, client)
+			h, _ := timingwheel.NewMock(t)
+			server, client := timingwheel.TCPPair(t)
+			timingwheel.Watchdog(t, 20*time.Second, "Reads of data already sent", server, client)
 			c := h.IdleConn(server, time.Minute, k.opts...).(timingwheel.IdleControl)
 			defer c.Close()
 			const runs = 200
 			go io.Copy(io.Discard, client)
-			send(t, client, string(make([]byte, 8*(runs+1))))
+			timingwheel.Send(t, client, string(make([]byte, 8*(runs+1))))
 			buf := make([]byte, 8)
 			ops := map[string]func(){
 				"Read":    func() { c.Read(buf) },
@@ -220,7 +207,7 @@ func TestIdleControl_Allocs(t *testing.T) {
 
 // IdleConn is IdlePolicy(...).Conn; the panics name the method.
 func TestIdlePolicy_BadInput(t *testing.T) {
-	h, _ := newMockHierarchy(t)
+	h, _ := timingwheel.NewMock(t)
 	assert.PanicsWithValue(t, "timingwheel: IdlePolicy called with idle 0s; it must be positive", func() { h.IdlePolicy(0) })
 	assert.PanicsWithValue(t, "timingwheel: IdlePolicy called with a nil IdleOption (option 1)", func() {
 		h.IdlePolicy(time.Second, timingwheel.AllIdle(), nil)

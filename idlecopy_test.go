@@ -55,9 +55,9 @@ func readAllAsync(c net.Conn) <-chan []byte {
 func TestIdleCopy_FileToConnDeliversEveryByte(t *testing.T) {
 	for name, opts := range copyOpts {
 		t.Run(name, func(t *testing.T) {
-			h, _ := newMockHierarchy(t)
-			server, client := tcpPair(t)
-			watchdog(t, 20*time.Second, "io.Copy of a file", server, client)
+			h, _ := timingwheel.NewMock(t)
+			server, client := timingwheel.TCPPair(t)
+			timingwheel.Watchdog(t, 20*time.Second, "io.Copy of a file", server, client)
 			f, data := randomFile(t, 3<<20+12345)
 			c := h.IdleConn(server, time.Hour, opts...)
 			got := readAllAsync(client)
@@ -65,7 +65,7 @@ func TestIdleCopy_FileToConnDeliversEveryByte(t *testing.T) {
 			require.NoError(t, err)
 			require.EqualValues(t, len(data), n)
 			require.NoError(t, c.(interface{ CloseWrite() error }).CloseWrite())
-			assert.True(t, bytes.Equal(data, recvWithin(t, 20*time.Second, got, "the peer's ReadAll")), "the bytes the peer read")
+			assert.True(t, bytes.Equal(data, timingwheel.RecvWithin(t, 20*time.Second, got, "the peer's ReadAll")), "the bytes the peer read")
 			c.Close()
 		})
 	}
@@ -74,11 +74,11 @@ func TestIdleCopy_FileToConnDeliversEveryByte(t *testing.T) {
 func TestIdleCopy_TCPThroughConnToTCPDeliversEveryByte(t *testing.T) {
 	for name, opts := range copyOpts {
 		t.Run(name, func(t *testing.T) {
-			h, mock := newMockHierarchy(t)
+			h, mock := timingwheel.NewMock(t)
 			// src -> (in) wrapped (proxy's client side) -> out -> dst
-			in, src := tcpPair(t)
-			out, dst := tcpPair(t)
-			watchdog(t, 20*time.Second, "a proxy's io.Copy", in, src, out, dst)
+			in, src := timingwheel.TCPPair(t)
+			out, dst := timingwheel.TCPPair(t)
+			timingwheel.Watchdog(t, 20*time.Second, "a proxy's io.Copy", in, src, out, dst)
 			c := h.IdleConn(in, time.Hour, opts...)
 			_, data := randomFile(t, 3<<20+777)
 			got := readAllAsync(dst)
@@ -92,7 +92,7 @@ func TestIdleCopy_TCPThroughConnToTCPDeliversEveryByte(t *testing.T) {
 			require.EqualValues(t, len(data), n)
 			assert.Equal(t, h.Now().Add(time.Hour), c.(timingwheel.IdleControl).IdleDeadline(), "the data read by WriteTo did not count")
 			out.(*net.TCPConn).CloseWrite()
-			assert.True(t, bytes.Equal(data, recvWithin(t, 20*time.Second, got, "the far end's ReadAll")))
+			assert.True(t, bytes.Equal(data, timingwheel.RecvWithin(t, 20*time.Second, got, "the far end's ReadAll")))
 
 			// And back: TCP -> wrapped (ReadFrom).
 			got = readAllAsync(src)
@@ -105,7 +105,7 @@ func TestIdleCopy_TCPThroughConnToTCPDeliversEveryByte(t *testing.T) {
 			require.NoError(t, err)
 			require.EqualValues(t, len(data), n)
 			require.NoError(t, c.(interface{ CloseWrite() error }).CloseWrite())
-			assert.True(t, bytes.Equal(data, recvWithin(t, 20*time.Second, got, "the near end's ReadAll")))
+			assert.True(t, bytes.Equal(data, timingwheel.RecvWithin(t, 20*time.Second, got, "the near end's ReadAll")))
 			c.Close()
 		})
 	}
@@ -116,18 +116,18 @@ func TestIdleCopy_TCPThroughConnToTCPDeliversEveryByte(t *testing.T) {
 func TestIdleCopy_HalfClose(t *testing.T) {
 	for name, opts := range copyOpts {
 		t.Run(name, func(t *testing.T) {
-			h, _ := newMockHierarchy(t)
-			server, client := tcpPair(t)
-			watchdog(t, 20*time.Second, "a half-closed exchange", server, client)
+			h, _ := timingwheel.NewMock(t)
+			server, client := timingwheel.TCPPair(t)
+			timingwheel.Watchdog(t, 20*time.Second, "a half-closed exchange", server, client)
 			c := h.IdleConn(server, time.Hour, opts...)
 			defer c.Close()
-			send(t, c, "request")
+			timingwheel.Send(t, c, "request")
 			require.NoError(t, c.(interface{ CloseWrite() error }).CloseWrite())
 			b, err := io.ReadAll(client)
 			require.NoError(t, err)
 			assert.Equal(t, "request", string(b), "the peer did not see EOF after CloseWrite")
-			send(t, client, "reply")
-			receive(t, c, "reply")
+			timingwheel.Send(t, client, "reply")
+			timingwheel.Receive(t, c, "reply")
 			require.NoError(t, c.(interface{ CloseRead() error }).CloseRead())
 			_, err = c.Read(make([]byte, 1))
 			assert.ErrorIs(t, err, io.EOF)
@@ -153,8 +153,8 @@ func TestIdleCopy_SilentPeerUnderLongCopyIsClosed(t *testing.T) {
 	require.NoError(t, err)
 	h.Start()
 	defer h.Stop()
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "the idle close of a conn under io.Copy", server, client)
+	server, client := timingwheel.TCPPair(t)
+	timingwheel.Watchdog(t, 20*time.Second, "the idle close of a conn under io.Copy", server, client)
 	const idle = 100 * time.Millisecond
 	f, err := os.Create(filepath.Join(t.TempDir(), "sparse"))
 	require.NoError(t, err)
@@ -163,6 +163,6 @@ func TestIdleCopy_SilentPeerUnderLongCopyIsClosed(t *testing.T) {
 	start := time.Now()
 	c := h.IdleConn(server, idle, timingwheel.AllIdle())
 	_, err = io.Copy(c, f)
-	assertIdleErr(t, err, timingwheel.ErrIdle, "io.Copy to a silent peer")
+	timingwheel.AssertIdleErr(t, err, timingwheel.ErrIdle, "io.Copy to a silent peer")
 	assert.GreaterOrEqual(t, time.Since(start), idle, "closed before idle")
 }

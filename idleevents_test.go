@@ -7,17 +7,20 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/timingwheel/timingwheel"
 )
 
-// Tests of guarantee 15 (idle events), on real TCP connections over
+// Tests of idle events (docs/guarantees.md, "Idle events"), on real TCP
+// connections over
 // 127.0.0.1 unless a test says otherwise. As in idleconn_test.go, most
 // drive the hierarchy by hand on a clock.Mock, so the test decides when
 // each event is due; the end-to-end ones run the driver on the real clock
@@ -68,14 +71,14 @@ func (e *events) last() time.Time {
 func stepTo(t *testing.T, h *timingwheel.Hierarchy, mock interface{ Add(time.Duration) }, d time.Duration, e *events, want int, what string) {
 	t.Helper()
 	mock.Add(d)
-	advanceWithin(t, h, what)
+	timingwheel.AdvanceWithin(t, h, what)
 	require.Equal(t, want, e.n(), "events after %s", what)
 }
 
 func TestIdleEvents_OnReadIdleRepeatsAndKeepsOpen(t *testing.T) {
-	h, mock := newMockHierarchy(t)
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
+	h, mock := timingwheel.NewMock(t)
+	server, client := timingwheel.TCPPair(t)
+	timingwheel.Watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
 	const idle = 3 * time.Second
 	ev := newEvents(h)
 	conn := h.IdleConn(server, idle, timingwheel.OnReadIdle(ev.f)).(idleConn)
@@ -86,8 +89,8 @@ func TestIdleEvents_OnReadIdleRepeatsAndKeepsOpen(t *testing.T) {
 	stepTo(t, h, mock, time.Millisecond, ev, 1, "idle after wrapping")
 	assert.Equal(t, wrapped.Add(idle), ev.last())
 	// Open: it reads and writes, and the next event is idle after this one.
-	send(t, conn, "open")
-	receive(t, client, "open")
+	timingwheel.Send(t, conn, "open")
+	timingwheel.Receive(t, client, "open")
 	assert.Equal(t, wrapped.Add(2*idle), conn.IdleDeadline())
 	stepTo(t, h, mock, idle-time.Millisecond, ev, 1, "a tick before idle after the event")
 	stepTo(t, h, mock, time.Millisecond, ev, 2, "idle after the event")
@@ -95,8 +98,8 @@ func TestIdleEvents_OnReadIdleRepeatsAndKeepsOpen(t *testing.T) {
 
 	// A Read with data moves the next event to idle after it.
 	mock.Add(time.Second)
-	send(t, client, "x")
-	receive(t, conn, "x")
+	timingwheel.Send(t, client, "x")
+	timingwheel.Receive(t, conn, "x")
 	read := mock.Now()
 	assert.Equal(t, read.Add(idle), conn.IdleDeadline())
 	stepTo(t, h, mock, idle-time.Millisecond, ev, 2, "a tick before idle after the Read")
@@ -114,13 +117,13 @@ func TestIdleEvents_OnReadIdleRepeatsAndKeepsOpen(t *testing.T) {
 	require.NoError(t, conn.Close())
 	assert.Equal(t, 0, h.Len(), "Close left the timer armed")
 	stepTo(t, h, mock, time.Hour, ev, 4, "an hour after Close")
-	assertPeerSeesClose(t, client)
+	timingwheel.AssertPeerSeesClose(t, client)
 }
 
 func TestIdleEvents_OnWriteIdleRepeatsAndWritesRearm(t *testing.T) {
-	h, mock := newMockHierarchy(t)
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
+	h, mock := timingwheel.NewMock(t)
+	server, client := timingwheel.TCPPair(t)
+	timingwheel.Watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
 	const idle, ping = time.Minute, 2 * time.Second
 	ev := newEvents(h)
 	conn := h.IdleConn(server, idle, timingwheel.OnWriteIdle(ping, ev.f))
@@ -133,11 +136,11 @@ func TestIdleEvents_OnWriteIdleRepeatsAndWritesRearm(t *testing.T) {
 
 	// Reading does not count as writing; a Write of data does.
 	mock.Add(time.Second)
-	send(t, client, "in")
-	receive(t, conn, "in")
+	timingwheel.Send(t, client, "in")
+	timingwheel.Receive(t, conn, "in")
 	readIn := mock.Now()
-	send(t, conn, "out")
-	receive(t, client, "out")
+	timingwheel.Send(t, conn, "out")
+	timingwheel.Receive(t, client, "out")
 	wrote := mock.Now()
 	stepTo(t, h, mock, ping-time.Millisecond, ev, 2, "a tick before write idle after the Write")
 	stepTo(t, h, mock, time.Millisecond, ev, 3, "write idle after the Write")
@@ -158,7 +161,7 @@ func TestIdleEvents_OnWriteIdleRepeatsAndWritesRearm(t *testing.T) {
 		assert.NoError(t, err)
 	}
 	stepTo(t, h, mock, ping, ev, 5, "write idle: a ping")
-	receive(t, client, "ping\n")
+	timingwheel.Receive(t, client, "ping\n")
 	pinged := mock.Now()
 	ev.do = nil
 	stepTo(t, h, mock, ping-time.Millisecond, ev, 5, "a tick before write idle after the ping")
@@ -167,15 +170,15 @@ func TestIdleEvents_OnWriteIdleRepeatsAndWritesRearm(t *testing.T) {
 
 	rest := readIn.Add(idle).Sub(mock.Now())
 	mock.Add(rest - time.Millisecond)
-	advanceWithin(t, h, "a tick before read idle")
-	send(t, conn, "still open")
-	receive(t, client, "still open")
+	timingwheel.AdvanceWithin(t, h, "a tick before read idle")
+	timingwheel.Send(t, conn, "still open")
+	timingwheel.Receive(t, client, "still open")
 	mock.Add(time.Millisecond)
-	advanceWithin(t, h, "read idle")
+	timingwheel.AdvanceWithin(t, h, "read idle")
 	_, err = conn.Read(make([]byte, 1))
-	assertTimeout(t, err, "read")
+	timingwheel.AssertTimeout(t, err, "read")
 	_, err = conn.Write([]byte("x"))
-	assertTimeout(t, err, "write")
+	timingwheel.AssertTimeout(t, err, "write")
 	events := ev.n()
 	assert.Equal(t, 0, h.Len(), "the timer of a conn closed for read idle is armed")
 	stepTo(t, h, mock, time.Hour, ev, events, "an hour after the close")
@@ -183,9 +186,9 @@ func TestIdleEvents_OnWriteIdleRepeatsAndWritesRearm(t *testing.T) {
 }
 
 func TestIdleEvents_MaxLifetimeClosesBusyConn(t *testing.T) {
-	h, mock := newMockHierarchy(t)
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "a Read of the conn closed at its lifetime returning", server, client)
+	h, mock := timingwheel.NewMock(t)
+	server, client := timingwheel.TCPPair(t)
+	timingwheel.Watchdog(t, 20*time.Second, "a Read of the conn closed at its lifetime returning", server, client)
 	const idle, life = 2 * time.Second, 9 * time.Second
 	conn := h.IdleConn(server, idle, timingwheel.MaxLifetime(life)).(idleConn)
 	wrapped := mock.Now()
@@ -194,31 +197,31 @@ func TestIdleEvents_MaxLifetimeClosesBusyConn(t *testing.T) {
 	for mock.Now().Add(time.Second).Before(wrapped.Add(life)) {
 		mock.Add(time.Second)
 		require.Equal(t, 1, h.Len(), "closed before its lifetime, at %v", mock.Now().Sub(wrapped))
-		advanceWithin(t, h, "a heartbeat")
-		send(t, client, "x")
-		receive(t, conn, "x")
-		send(t, conn, "y")
-		receive(t, client, "y")
+		timingwheel.AdvanceWithin(t, h, "a heartbeat")
+		timingwheel.Send(t, client, "x")
+		timingwheel.Receive(t, conn, "x")
+		timingwheel.Send(t, conn, "y")
+		timingwheel.Receive(t, client, "y")
 	}
 	mock.Add(wrapped.Add(life).Sub(mock.Now()) - time.Millisecond)
-	advanceWithin(t, h, "a tick before the lifetime")
-	send(t, conn, "open")
-	receive(t, client, "open")
+	timingwheel.AdvanceWithin(t, h, "a tick before the lifetime")
+	timingwheel.Send(t, conn, "open")
+	timingwheel.Receive(t, client, "open")
 	mock.Add(time.Millisecond)
-	advanceWithin(t, h, "the lifetime")
+	timingwheel.AdvanceWithin(t, h, "the lifetime")
 	assert.Equal(t, 0, h.Len())
-	assertPeerSeesClose(t, client)
+	timingwheel.AssertPeerSeesClose(t, client)
 	_, err := conn.Read(make([]byte, 1))
-	assertTimeout(t, err, "read")
+	timingwheel.AssertTimeout(t, err, "read")
 	_, err = conn.Write([]byte("x"))
-	assertTimeout(t, err, "write")
+	timingwheel.AssertTimeout(t, err, "write")
 	assert.Equal(t, wrapped.Add(life), conn.IdleDeadline(), "the deadline it was closed for")
 	assert.NoError(t, conn.Close(), "the first Close after the hierarchy closed the conn")
 	assert.ErrorIs(t, conn.Close(), net.ErrClosed, "a second Close")
 }
 
 // TestIdleEvents_Together runs random scripts of reads, writes and clock
-// steps on a conn with every option, against a model of guarantee 15: an
+// steps on a conn with every option, against a model of docs/guarantees.md's "Idle events": an
 // event is due when its duration has passed since the later of its last
 // data and its last event; the lifetime closes the conn. Steps are 100ms
 // and every duration a multiple of it, so each event is due exactly at a
@@ -228,9 +231,9 @@ func TestIdleEvents_Together(t *testing.T) {
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 15))
-			h, mock := newMockHierarchy(t)
-			server, client := tcpPair(t)
-			watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
+			h, mock := timingwheel.NewMock(t)
+			server, client := timingwheel.TCPPair(t)
+			timingwheel.Watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
 			idle := time.Duration(5+rng.IntN(20)) * step
 			ping := time.Duration(3+rng.IntN(20)) * step
 			life := time.Duration(30+rng.IntN(60)) * step
@@ -254,16 +257,16 @@ func TestIdleEvents_Together(t *testing.T) {
 			for now := step; ; now += step {
 				mock.Add(step)
 				if now < life && rng.IntN(4) == 0 {
-					send(t, client, "r")
-					receive(t, conn, "r")
+					timingwheel.Send(t, client, "r")
+					timingwheel.Receive(t, conn, "r")
 					readMark = now
 				}
 				if now < life && rng.IntN(5) == 0 {
-					send(t, conn, "w")
-					receive(t, client, "w")
+					timingwheel.Send(t, conn, "w")
+					timingwheel.Receive(t, client, "w")
 					writeMark = now
 				}
-				advanceWithin(t, h, "a step")
+				timingwheel.AdvanceWithin(t, h, "a step")
 				if now >= life {
 					break
 				}
@@ -280,7 +283,7 @@ func TestIdleEvents_Together(t *testing.T) {
 			assert.Equal(t, want, got, "idle %v, ping %v, lifetime %v", idle, ping, life)
 			mu.Unlock()
 			_, err := conn.Read(make([]byte, 1))
-			assertTimeout(t, err, "read")
+			timingwheel.AssertTimeout(t, err, "read")
 			assert.Equal(t, 0, h.Len(), "closed at its lifetime, with a timer armed")
 		})
 	}
@@ -296,8 +299,8 @@ func TestIdleEvents_SlowPeer(t *testing.T) {
 	const idle, ping = 100 * time.Millisecond, 40 * time.Millisecond
 
 	t.Run("sender", func(t *testing.T) {
-		server, client := tcpPair(t)
-		watchdog(t, 20*time.Second, "the slow sender's bytes arriving", server, client)
+		server, client := timingwheel.TCPPair(t)
+		timingwheel.Watchdog(t, 20*time.Second, "the slow sender's bytes arriving", server, client)
 		ev := newEvents(h)
 		conn := h.IdleConn(server, idle, timingwheel.OnReadIdle(ev.f))
 		defer conn.Close()
@@ -318,11 +321,11 @@ func TestIdleEvents_SlowPeer(t *testing.T) {
 	})
 
 	t.Run("reader", func(t *testing.T) {
-		server, client := tcpPair(t)
+		server, client := timingwheel.TCPPair(t)
 		// Small socket buffers, so that the Write waits for the reader.
 		require.NoError(t, server.(*net.TCPConn).SetWriteBuffer(64<<10))
 		require.NoError(t, client.(*net.TCPConn).SetReadBuffer(64<<10))
-		watchdog(t, 20*time.Second, "the slow reader draining a large Write", server, client)
+		timingwheel.Watchdog(t, 20*time.Second, "the slow reader draining a large Write", server, client)
 		ev := newEvents(h)
 		conn := h.IdleConn(server, time.Minute, timingwheel.OnWriteIdle(ping, ev.f))
 		defer conn.Close()
@@ -342,7 +345,7 @@ func TestIdleEvents_SlowPeer(t *testing.T) {
 		took := time.Since(began)
 		require.Greater(t, took, 3*ping, "the Write was too fast to test anything")
 		assert.Zero(t, ev.n(), "write-idle events during a Write of %v whose peer read all along", took)
-		at := recvWithin(t, 10*time.Second, ev.ch, "the write-idle event after the slow Write")
+		at := timingwheel.RecvWithin(t, 10*time.Second, ev.ch, "the write-idle event after the slow Write")
 		assert.GreaterOrEqual(t, at.Sub(wrote), ping, "the event came before ping after the Write returned")
 	})
 }
@@ -354,7 +357,7 @@ func startedHierarchy(t *testing.T) *timingwheel.Hierarchy {
 	h, err := timingwheel.New()
 	require.NoError(t, err)
 	h.Start()
-	t.Cleanup(func() { stopWithin(t, h, 10*time.Second) })
+	t.Cleanup(func() { timingwheel.StopWithin(t, h, "the driver") })
 	return h
 }
 
@@ -368,8 +371,8 @@ func TestIdleEvents_RealClock(t *testing.T) {
 	late := 2 * time.Second // a tick plus the driver's and the scheduler's wake-up, generously
 	for _, kind := range []string{"read", "write", "lifetime"} {
 		t.Run(kind, func(t *testing.T) {
-			server, client := tcpPair(t)
-			watchdog(t, 20*time.Second, "the "+kind+" event", server, client)
+			server, client := timingwheel.TCPPair(t)
+			timingwheel.Watchdog(t, 20*time.Second, "the "+kind+" event", server, client)
 			ev := newEvents(h)
 			var opt timingwheel.IdleOption
 			switch kind {
@@ -392,7 +395,7 @@ func TestIdleEvents_RealClock(t *testing.T) {
 			for range 4 {
 				switch kind {
 				case "read":
-					send(t, client, "x")
+					timingwheel.Send(t, client, "x")
 					time.Sleep(time.Millisecond) // let it arrive
 					last = h.Now()
 					_, err := conn.Read(buf)
@@ -407,7 +410,7 @@ func TestIdleEvents_RealClock(t *testing.T) {
 			if kind == "lifetime" {
 				_, err := conn.Read(buf) // blocks until the close
 				closed := h.Now()
-				assertTimeout(t, err, "read")
+				timingwheel.AssertTimeout(t, err, "read")
 				assert.GreaterOrEqual(t, closed.Sub(wrapped), 5*d, "closed before its lifetime")
 				assert.Less(t, closed.Sub(wrapped), 5*d+late)
 				return
@@ -417,7 +420,7 @@ func TestIdleEvents_RealClock(t *testing.T) {
 			// the previous one's d has passed.
 			prev := last
 			for k := 1; k <= 3; k++ {
-				at := recvWithin(t, 10*time.Second, ev.ch, kind+"-idle event")
+				at := timingwheel.RecvWithin(t, 10*time.Second, ev.ch, kind+"-idle event")
 				t.Logf("%s event %d: %v after the last data, %v after the previous event", kind, k, at.Sub(last), at.Sub(prev))
 				assert.GreaterOrEqual(t, at.Sub(last), time.Duration(k)*d, "event %d early", k)
 				assert.Less(t, at.Sub(prev), d+late, "event %d late", k)
@@ -432,7 +435,7 @@ func TestIdleEvents_RealClock(t *testing.T) {
 // events come exactly at their deadlines rounded up to the tick, on the
 // real driver, with a ping written by f that re-arms.
 func TestIdleEvents_InBubble(t *testing.T) {
-	bubbleWithin(t, 20*time.Second, "a conn's events over its 2s lifetime in a bubble", func(t *testing.T) {
+	timingwheel.InBubble(t, "a conn's events over its 2s lifetime in a bubble", func(t *testing.T) {
 		h, err := timingwheel.New()
 		require.NoError(t, err)
 		h.Start()
@@ -481,12 +484,12 @@ func TestIdleEvents_CloseRacesEvent(t *testing.T) {
 	}
 	for _, kind := range []string{"read", "write", "lifetime", "all"} {
 		t.Run(kind, func(t *testing.T) {
-			clk := &manualClock{now: time.Unix(1e9, 0)}
+			clk := timingwheel.NewFakeClock()
 			h, err := timingwheel.New(timingwheel.WithClock(clk))
 			require.NoError(t, err)
 			const d = time.Second
 			for i := range rounds {
-				server, client := tcpPair(t)
+				server, client := timingwheel.TCPPair(t)
 				var fired atomic.Int64
 				f := func(c net.Conn) {
 					fired.Add(1)
@@ -510,14 +513,14 @@ func TestIdleEvents_CloseRacesEvent(t *testing.T) {
 				go func() { defer close(done); h.Advance() }()
 				time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
 				err := conn.Close()
-				recvWithin(t, 10*time.Second, done, "an Advance racing Close returning")
+				timingwheel.RecvWithin(t, 10*time.Second, done, "an Advance racing Close returning")
 				if err != nil {
 					assert.ErrorIs(t, err, net.ErrClosed, "round %d: Close", i)
 				}
 				require.Equal(t, 0, h.Len(), "round %d: a timer of the closed conn is armed", i)
 				before := fired.Load()
 				clk.Add(time.Hour)
-				advanceWithin(t, h, "an hour after Close")
+				timingwheel.AdvanceWithin(t, h, "an hour after Close")
 				require.Equal(t, before, fired.Load(), "round %d: an event ran after Close", i)
 				client.Close()
 			}
@@ -532,100 +535,40 @@ func TestIdleEvents_CloseRacesEvent(t *testing.T) {
 // hierarchy holds no timer.
 func TestIdleEvents_Concurrent(t *testing.T) {
 	h := startedHierarchy(t)
-	const n = 16
-	var wg sync.WaitGroup
-	errs := make(chan error, 8*n)
-	expected := func(err error) bool {
-		return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed) ||
-			errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe)
-	}
 	var readEvents, writeEvents atomic.Int64
-	for i := range n {
-		server, client := tcpPair(t)
-		rng := rand.New(rand.NewPCG(uint64(i), 15))
-		ms := func(lo, hi int) time.Duration { return time.Duration(lo+rng.IntN(hi-lo)) * time.Millisecond }
-		idle, ping, life := ms(2, 10), ms(1, 8), ms(20, 80)
-		var readIdles atomic.Int64
-		conn := h.IdleConn(server, idle,
-			timingwheel.OnReadIdle(func(c net.Conn) {
-				readEvents.Add(1)
-				if readIdles.Add(1) == 3 {
-					c.Close() // the third time: give up on the peer
-				}
-			}),
-			timingwheel.OnWriteIdle(ping, func(c net.Conn) {
-				writeEvents.Add(1)
-				c.SetWriteDeadline(time.Now().Add(time.Millisecond))
-				c.Write([]byte("p"))
-			}),
-			timingwheel.MaxLifetime(life))
-		closeAfter := ms(0, 100)
-		wg.Go(func() { // the peer: sends at random gaps, and drains
-			go io.Copy(io.Discard, client)
-			rng := rand.New(rand.NewPCG(uint64(i), 2))
-			for {
-				time.Sleep(time.Duration(rng.Int64N(int64(idle))) * 3 / 2)
-				if _, err := client.Write([]byte("x")); err != nil {
-					return
-				}
-			}
-		})
-		for range 2 {
-			wg.Go(func() { // readers
-				buf := make([]byte, 4)
-				for {
-					if _, err := conn.Read(buf); err != nil {
-						if !expected(err) {
-							errs <- err
-						}
-						return
+	timingwheel.CloseRace{
+		Conns: 16, Readers: 2, Writers: 2, ReadBuf: 4, WriteGap: 6 * time.Millisecond,
+		Drain: true, SetDeadlines: true,
+		Wrap: func(i int, server net.Conn) (net.Conn, time.Duration, time.Duration) {
+			rng := rand.New(rand.NewPCG(uint64(i), 15))
+			ms := func(lo, hi int) time.Duration { return time.Duration(lo+rng.IntN(hi-lo)) * time.Millisecond }
+			idle, ping, life := ms(2, 10), ms(1, 8), ms(20, 80)
+			var readIdles atomic.Int64
+			conn := h.IdleConn(server, idle,
+				timingwheel.OnReadIdle(func(c net.Conn) {
+					readEvents.Add(1)
+					if readIdles.Add(1) == 3 {
+						c.Close() // the third time: give up on the peer
 					}
-				}
-			})
-			wg.Go(func() { // writers
-				rng := rand.New(rand.NewPCG(uint64(i), 3))
-				for {
-					if _, err := conn.Write([]byte("y")); err != nil {
-						if !expected(err) {
-							errs <- err
-						}
-						return
-					}
-					time.Sleep(time.Duration(rng.IntN(6000)) * time.Microsecond)
-				}
-			})
-		}
-		wg.Go(func() { // deadlines
-			for {
-				if err := conn.SetDeadline(time.Now().Add(time.Second)); err != nil {
-					return // closed
-				}
-				time.Sleep(time.Millisecond)
-			}
-		})
-		wg.Go(func() { // and Close, racing with it all
-			time.Sleep(closeAfter)
-			conn.Close()
-			client.Close()
-		})
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("hung: readers, writers, deadline setters or closers still running after 20s")
-	}
+				}),
+				timingwheel.OnWriteIdle(ping, func(c net.Conn) {
+					writeEvents.Add(1)
+					c.SetWriteDeadline(time.Now().Add(time.Millisecond))
+					c.Write([]byte("p"))
+				}),
+				timingwheel.MaxLifetime(life))
+			return conn, idle, ms(0, 100)
+		},
+		Expected: func(_ string, err error) bool {
+			return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed) ||
+				errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe)
+		},
+	}.Run(t, h)
 	t.Logf("read-idle events %d, write-idle events %d", readEvents.Load(), writeEvents.Load())
-	close(errs)
-	for err := range errs {
-		t.Errorf("unexpected error: %v", err)
-	}
-	assert.Equal(t, 0, h.Len(), "timers left armed after every conn was closed")
 }
 
 func TestIdleEvents_Listener(t *testing.T) {
-	h, mock := newMockHierarchy(t)
+	h, mock := timingwheel.NewMock(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	reads, writes := newEvents(h), newEvents(h)
@@ -639,7 +582,7 @@ func TestIdleEvents_Listener(t *testing.T) {
 		defer c.Close()
 		clients = append(clients, c)
 	}
-	watchdog(t, 10*time.Second, "Accept of a dialled connection", il, clients[0], clients[1], clients[2])
+	timingwheel.Watchdog(t, 10*time.Second, "Accept of a dialled connection", il, clients[0], clients[1], clients[2])
 	for range clients {
 		c, err := il.Accept()
 		require.NoError(t, err)
@@ -649,17 +592,17 @@ func TestIdleEvents_Listener(t *testing.T) {
 	stepTo(t, h, mock, 700*time.Millisecond, writes, 3, "write idle")
 	stepTo(t, h, mock, 300*time.Millisecond, reads, 3, "read idle")
 	mock.Add(4 * time.Second)
-	advanceWithin(t, h, "the lifetime")
+	timingwheel.AdvanceWithin(t, h, "the lifetime")
 	for _, c := range conns {
 		_, err := c.Read(make([]byte, 1))
-		assertTimeout(t, err, "read")
+		timingwheel.AssertTimeout(t, err, "read")
 	}
 	assert.Equal(t, 0, h.Len())
 }
 
 func TestIdleEvents_BadInput(t *testing.T) {
-	h, _ := newMockHierarchy(t)
-	server, _ := tcpPair(t)
+	h, _ := timingwheel.NewMock(t)
+	server, _ := timingwheel.TCPPair(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
@@ -686,14 +629,14 @@ func TestIdleEvents_BadInput(t *testing.T) {
 func TestIdleEvents_ReadWriteAllocs(t *testing.T) {
 	h, err := timingwheel.New()
 	require.NoError(t, err)
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
+	server, client := timingwheel.TCPPair(t)
+	timingwheel.Watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
 	f := func(net.Conn) {}
 	conn := h.IdleConn(server, time.Hour, timingwheel.OnReadIdle(f), timingwheel.OnWriteIdle(time.Hour, f),
 		timingwheel.MaxLifetime(time.Hour)).(idleConn)
 	const runs = 500
 	go io.Copy(io.Discard, client)
-	send(t, client, string(make([]byte, 2*8*(runs+1))))
+	timingwheel.Send(t, client, string(make([]byte, 2*8*(runs+1))))
 	buf := make([]byte, 8)
 	before := conn.IdleDeadline()
 	allocs := testing.AllocsPerRun(runs, func() {
@@ -709,4 +652,583 @@ func TestIdleEvents_ReadWriteAllocs(t *testing.T) {
 		}
 	})
 	assert.Zero(t, allocs, "allocations per Write with data")
+}
+
+// A panic inside f propagates, and the remaining due timers fire on the
+// next Advance (docs/guarantees.md, "Bad input"), also for idle events
+// ("Idle events"): a conn whose read-idle and write-idle events are due
+// together, and whose OnReadIdle function panics, gets its write-idle
+// event on the next Advance. It is an event of its own: the panic of the
+// other does not move it on by a write-idle period.
+func TestIdleEvents_PanicInOnReadKeepsTheDueWriteIdleEvent(t *testing.T) {
+	h, mock := timingwheel.NewMock(t)
+	local, _ := timingwheel.Pipe(t)
+	pings := newEvents(h)
+	c := h.IdleConn(local, time.Second,
+		timingwheel.OnReadIdle(func(net.Conn) { panic("boom") }),
+		timingwheel.OnWriteIdle(time.Second, pings.f))
+	defer c.Close()
+	mock.Add(time.Second)
+	require.Equal(t, "boom", timingwheel.AdvanceRecovering(t, h, "the panicking read-idle event"))
+	timingwheel.AdvanceWithin(t, h, "the Advance after the panic")
+	assert.Equal(t, 1, pings.n(), "the write-idle event due with the panicking read-idle one did not run on the next Advance")
+}
+
+// The control of the test above: the same conn, with a read-idle function
+// that does not panic, gets both events on one Advance.
+func TestIdleEvents_BothEventsDueTogetherRunInOneAdvance(t *testing.T) {
+	h, mock := timingwheel.NewMock(t)
+	local, _ := timingwheel.Pipe(t)
+	reads, pings := newEvents(h), newEvents(h)
+	c := h.IdleConn(local, time.Second, timingwheel.OnReadIdle(reads.f), timingwheel.OnWriteIdle(time.Second, pings.f))
+	defer c.Close()
+	mock.Add(time.Second)
+	timingwheel.AdvanceWithin(t, h, "both events")
+	assert.Equal(t, 1, reads.n())
+	assert.Equal(t, 1, pings.n())
+}
+
+// Deadlines up to the largest time.Duration from the origin work
+// (docs/guarantees.md, "Precision does not depend on distance"), for a
+// conn with options too ("Idle connections", "Idle events"): 150 years
+// after the origin, a conn just wrapped with idle 1h says so in its
+// IdleDeadline, and is not closed a tick later. The conn without options
+// is TestIdleConn_ClosedAfterIdle150YearsAfterOrigin.
+func TestIdleEvents_ConnWrapped150YearsAfterOriginStaysOpen(t *testing.T) {
+	h, mock := timingwheel.NewMock(t)
+	mock.Add(years)
+	local, peer := timingwheel.Pipe(t)
+	c := h.IdleConn(local, time.Hour, timingwheel.OnWriteIdle(24*time.Hour, func(net.Conn) {})).(idleConn)
+	defer c.Close()
+	assert.Equal(t, h.Now().Add(time.Hour), c.IdleDeadline(), "IdleDeadline of a conn just wrapped with idle 1h")
+	mock.Add(time.Millisecond)
+	timingwheel.AdvanceWithin(t, h, "a tick after wrapping")
+	assert.False(t, timingwheel.PeerSeesClosed(t, peer), "a conn with idle 1h was closed a tick after it was wrapped")
+}
+
+// The same with OnReadIdle: 150 years after the origin, a conn wrapped with
+// idle 1h has no read-idle event in the 3ms after.
+func TestIdleEvents_NoReadIdleEventBeforeIdle150YearsAfterOrigin(t *testing.T) {
+	h, mock := timingwheel.NewMock(t)
+	mock.Add(years)
+	local, _ := timingwheel.Pipe(t)
+	reads := newEvents(h)
+	c := h.IdleConn(local, time.Hour, timingwheel.OnReadIdle(reads.f))
+	defer c.Close()
+	for range 3 {
+		mock.Add(time.Millisecond)
+		timingwheel.AdvanceWithin(t, h, "a tick")
+	}
+	assert.Zero(t, reads.n(), "read-idle events 3ms after wrapping a conn with idle 1h")
+}
+
+// Order within one Advance (docs/guarantees.md, "Order") holds between idle
+// events and plain timers: in an Advance that jumps 2h, a timer due at
+// 59m30s runs before a write-idle event due at 1h, whose conn is filed in a
+// coarse bucket that fires at the start of its span.
+func TestIdleEvents_RunAfterTimersDueEarlierInOneAdvance(t *testing.T) {
+	h, mock := timingwheel.NewMock(t)
+	local, _ := timingwheel.Pipe(t)
+	var (
+		mu    sync.Mutex
+		order []string
+	)
+	rec := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	c := h.IdleConn(local, 24*time.Hour, timingwheel.OnWriteIdle(time.Hour, func(net.Conn) { rec("ping due at 1h") }))
+	defer c.Close()
+	h.AfterFunc(time.Hour-30*time.Second, func() { rec("timer due at 59m30s") })
+	mock.Add(2 * time.Hour)
+	timingwheel.AdvanceWithin(t, h, "a 2h jump")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"timer due at 59m30s", "ping due at 1h"}, order, "callbacks of one Advance out of the order of their deadlines")
+}
+
+// The same between the events of two conns: one whose event is due at 1h,
+// in a coarse bucket, and one whose event is due at 59m59.9s, in a fine
+// one (wrapped later): the earlier event runs first.
+func TestIdleEvents_OfTwoConnsRunInDeadlineOrder(t *testing.T) {
+	h, mock := timingwheel.NewMock(t)
+	var (
+		mu    sync.Mutex
+		order []string
+	)
+	rec := func(s string) func(net.Conn) {
+		return func(net.Conn) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	}
+	a, _ := timingwheel.Pipe(t)
+	ca := h.IdleConn(a, 24*time.Hour, timingwheel.OnWriteIdle(time.Hour, rec("a due at 1h")))
+	defer ca.Close()
+	mock.Add(time.Hour - time.Second)
+	b, _ := timingwheel.Pipe(t)
+	cb := h.IdleConn(b, 24*time.Hour, timingwheel.OnWriteIdle(900*time.Millisecond, rec("b due at 59m59.9s")))
+	defer cb.Close()
+	mock.Add(time.Hour)
+	timingwheel.AdvanceWithin(t, h, "an hour's jump")
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, order)
+	assert.Equal(t, "b due at 59m59.9s", order[0], "order of one Advance: %v", order)
+}
+
+// fastConn moves data at once (Read returns a byte, Write takes all) and
+// counts its Closes. A fake, so that a stress test spends its time in the
+// hierarchy, not in sockets.
+type fastConn struct {
+	net.Conn
+	closes atomic.Int32
+}
+
+func (c *fastConn) Read(p []byte) (int, error) {
+	if c.closes.Load() > 0 {
+		return 0, net.ErrClosed
+	}
+	return min(len(p), 1), nil
+}
+
+func (c *fastConn) Write(p []byte) (int, error) {
+	if c.closes.Load() > 0 {
+		return 0, net.ErrClosed
+	}
+	return len(p), nil
+}
+
+func (c *fastConn) Close() error         { c.closes.Add(1); return nil }
+func (c *fastConn) LocalAddr() net.Addr  { return nil }
+func (c *fastConn) RemoteAddr() net.Addr { return nil }
+
+// Idle connections and idle events under load (docs/guarantees.md, "Idle
+// connections", "Idle events"), on the real driver: conns wrapped from many
+// goroutines with short idles, Reads and Writes racing their events, events
+// that close other conns of the same instant (likely the same bucket) and
+// that wrap new conns, and Close racing all of it. Once every conn is
+// closed, no timer is left armed (h.Len() == 0) and the hierarchy keeps no
+// reference to any conn (weak pointers to what it wrapped are cleared by
+// the collector). A conn's events never overlap.
+func TestIdleEvents_StressCloseRacesEventsAndFiling(t *testing.T) {
+	for _, opts := range []struct {
+		name string
+		o    []timingwheel.Option
+	}{
+		{"ordered, 4 shards", []timingwheel.Option{timingwheel.WithShards(4)}},
+		{"parallel, 8 shards", []timingwheel.Option{timingwheel.WithShards(8), timingwheel.WithParallelCallbacks()}},
+		{"one shard, tiny levels", []timingwheel.Option{timingwheel.WithShards(1), timingwheel.WithLevels(2, 2)}},
+		{"100us tick", []timingwheel.Option{timingwheel.WithTick(100 * time.Microsecond), timingwheel.WithShards(3)}},
+	} {
+		t.Run(opts.name, func(t *testing.T) {
+			h, err := timingwheel.New(opts.o...)
+			require.NoError(t, err)
+			h.Start()
+			defer h.Stop()
+			const workers, perWorker = 8, 150
+			var (
+				mu      sync.Mutex
+				all     []net.Conn
+				fakes   []*fastConn
+				overlap atomic.Int32
+			)
+			wrap := func(idle time.Duration, extra ...timingwheel.IdleOption) net.Conn {
+				fc := &fastConn{}
+				var inEvent atomic.Int32
+				guard := func(f func(net.Conn)) func(net.Conn) {
+					return func(c net.Conn) {
+						if inEvent.Add(1) != 1 {
+							overlap.Add(1)
+						}
+						f(c)
+						inEvent.Add(-1)
+					}
+				}
+				o := append([]timingwheel.IdleOption{
+					timingwheel.OnReadIdle(guard(func(c net.Conn) {})),
+					timingwheel.OnWriteIdle(time.Millisecond, guard(func(c net.Conn) { c.Write([]byte{0}) })),
+				}, extra...)
+				c := h.IdleConn(fc, idle, o...)
+				mu.Lock()
+				all = append(all, c)
+				fakes = append(fakes, fc)
+				mu.Unlock()
+				return c
+			}
+			stop := time.Now().Add(1500 * time.Millisecond)
+			var wg sync.WaitGroup
+			for w := range workers {
+				wg.Go(func() {
+					var mine []net.Conn
+					for i := range perWorker {
+						var c net.Conn
+						switch i % 4 {
+						case 0:
+							c = wrap(time.Duration(1+i%3) * time.Millisecond)
+						case 1:
+							c = wrap(2*time.Millisecond, timingwheel.MaxLifetime(time.Duration(1+w)*time.Millisecond))
+						case 2: // its read-idle event closes the conn wrapped before it, and wraps a new one
+							prev := mine[len(mine)-1]
+							c = h.IdleConn(&fastConn{}, time.Millisecond, timingwheel.OnReadIdle(func(c net.Conn) {
+								prev.Close()
+								if time.Now().Before(stop) {
+									n := wrap(time.Millisecond)
+									go func() { time.Sleep(time.Millisecond); n.Close() }()
+								}
+								c.Close()
+							}))
+							mu.Lock()
+							all = append(all, c)
+							mu.Unlock()
+						default:
+							c = wrap(time.Hour, timingwheel.MaxLifetime(24*time.Hour))
+						}
+						mine = append(mine, c)
+						if i%8 == 0 {
+							time.Sleep(100 * time.Microsecond)
+						}
+					}
+					buf := make([]byte, 1)
+					for j := 0; time.Now().Before(stop); j++ {
+						c := mine[j%len(mine)]
+						c.Read(buf)
+						c.Write(buf)
+						if j%50 == 0 {
+							time.Sleep(50 * time.Microsecond)
+						}
+						if j%997 == 0 {
+							c.Close()
+						}
+					}
+					for _, c := range mine {
+						c.Close()
+					}
+				})
+			}
+			timingwheel.WaitWithin(t, 20*time.Second, &wg, "the workers (wrap, Read, Write, Close)")
+			// Conns wrapped by events until stop: let those events end,
+			// then close everything that is left.
+			time.Sleep(20 * time.Millisecond)
+			mu.Lock()
+			for _, c := range all {
+				c.Close()
+			}
+			refs := make([]func() bool, 0, len(fakes))
+			for _, fc := range fakes {
+				refs = append(refs, timingwheel.WeakRef(fc))
+			}
+			all, fakes = nil, nil
+			mu.Unlock()
+			assert.Zero(t, overlap.Load(), "a conn's events overlapped")
+			timingwheel.StopWithin(t, h, "the driver")
+			assert.Equal(t, 0, h.Len(), "timers left armed once every conn was closed")
+			alive := 0
+			for range 3 {
+				runtime.GC()
+				alive = 0
+				for _, r := range refs {
+					if r() {
+						alive++
+					}
+				}
+				if alive == 0 {
+					break
+				}
+			}
+			assert.Zero(t, alive, "conns still referenced once closed (of %d)", len(refs))
+		})
+	}
+}
+
+// Never early (docs/guarantees.md, "Never early, at most one tick late";
+// with a Mock, as "Request deadlines" words it, on the first Advance whose
+// clock has reached the deadline rounded up to the tick), for idle events
+// too ("Idle events"): a coarse bucket fires at the start of its span,
+// before its conns' ticks, and the events it finds due by the raw clock
+// still wait for their tick: with a 1ms tick, a write-idle event due at
+// 100.5ms (its tick: 101ms) does not run at 100.7ms, and runs at 101ms, as
+// a plain Timer's callback would.
+func TestIdleEvents_EventFromACoarseBucketWaitsForItsTick(t *testing.T) {
+	h, mock := timingwheel.NewMock(t)
+	local, _ := timingwheel.Pipe(t)
+	pings := newEvents(h)
+	c := h.IdleConn(local, time.Hour, timingwheel.OnWriteIdle(100*time.Millisecond+500*time.Microsecond, pings.f))
+	defer c.Close()
+	mock.Add(100*time.Millisecond + 700*time.Microsecond)
+	timingwheel.AdvanceWithin(t, h, "100.7ms")
+	assert.Equal(t, 0, pings.n(), "a ping due at 100.5ms (its tick: 101ms) ran at 100.7ms")
+	mock.Add(300 * time.Microsecond)
+	timingwheel.AdvanceWithin(t, h, "101ms")
+	assert.Equal(t, 1, pings.n(), "no ping at its tick, 101ms")
+}
+
+// The same for MaxLifetime: a lifetime ending at 100.5ms (its tick: 101ms)
+// does not close the conn at 100.7ms, and closes it at 101ms.
+func TestIdleEvents_LifetimeFromACoarseBucketWaitsForItsTick(t *testing.T) {
+	h, mock := timingwheel.NewMock(t)
+	local, peer := timingwheel.Pipe(t)
+	c := h.IdleConn(local, time.Hour, timingwheel.MaxLifetime(100*time.Millisecond+500*time.Microsecond))
+	defer c.Close()
+	mock.Add(100*time.Millisecond + 700*time.Microsecond)
+	timingwheel.AdvanceWithin(t, h, "100.7ms")
+	assert.False(t, timingwheel.PeerSeesClosed(t, peer), "a lifetime ending at 100.5ms (its tick: 101ms) closed the conn at 100.7ms")
+	mock.Add(300 * time.Microsecond)
+	timingwheel.AdvanceWithin(t, h, "101ms")
+	assert.True(t, timingwheel.PeerSeesClosed(t, peer), "not closed at its lifetime's tick, 101ms")
+}
+
+// The same through a fine bucket: a Write moves the write mark by half a
+// tick after the conn was filed, so the bucket fires a tick before the
+// event's tick, with the clock past the (unrounded) event; the event waits
+// for its tick.
+func TestIdleEvents_EventAfterAWriteWaitsForItsTick(t *testing.T) {
+	h, mock := timingwheel.NewMock(t)
+	local, peer := timingwheel.Pipe(t)
+	pings := newEvents(h)
+	c := h.IdleConn(local, time.Hour, timingwheel.OnWriteIdle(10*time.Millisecond, pings.f))
+	defer c.Close()
+	mock.Add(500 * time.Microsecond)
+	go io.ReadFull(peer, make([]byte, 1))
+	_, err := c.Write([]byte{1}) // the next ping is due at 10.5ms: tick 11
+	require.NoError(t, err)
+	mock.Add(10*time.Millisecond + 200*time.Microsecond)
+	timingwheel.AdvanceWithin(t, h, "10.7ms")
+	assert.Equal(t, 0, pings.n(), "a ping due at 10.5ms (its tick: 11ms) ran at 10.7ms")
+	mock.Add(300 * time.Microsecond)
+	timingwheel.AdvanceWithin(t, h, "11ms")
+	assert.Equal(t, 1, pings.n(), "no ping at its tick, 11ms")
+}
+
+// Idle conns and their events against a model, on a Mock
+// (docs/guarantees.md, "Never early, at most one tick late", "Precision
+// does not depend on distance", "Clock anomalies", "Idle connections",
+// "Idle events"): conns with random idles, write idles and lifetimes
+// (whole ticks, from a tick to hours), Reads and Writes at random
+// instants, the clock stepping a tick, a few, jumping hours, or stepping
+// back; after each Advance every conn has had exactly the events and the
+// close the model says, neither early nor late. A Read or Write with the
+// clock behind its mark counts from the clock, as a Reset would. After the
+// clock went back, what a callback arms for a tick the shards have passed
+// waits for the next Advance ("Callbacks may call back"), so there the
+// model is checked once Advance has nothing left to run. The hierarchies
+// are tiny and large, with one shard and many.
+func TestIdleEvents_MatchModelThroughClockJumps(t *testing.T) {
+	for _, o := range [][]timingwheel.Option{
+		{timingwheel.WithShards(1)},
+		{timingwheel.WithShards(4), timingwheel.WithLevels(2, 2)},
+		{timingwheel.WithShards(3), timingwheel.WithParallelCallbacks(), timingwheel.WithLevels(10, 3, 7)},
+	} {
+		mock := clock.NewMock()
+		h, err := timingwheel.New(append([]timingwheel.Option{timingwheel.WithClock(mock)}, o...)...)
+		require.NoError(t, err)
+		r := rand.New(rand.NewPCG(uint64(len(o)), 11))
+		ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+		randDur := func() time.Duration {
+			switch r.IntN(4) {
+			case 0:
+				return ms(1 + r.Int64N(5))
+			case 1:
+				return ms(1 + r.Int64N(200))
+			case 2:
+				return ms(1 + r.Int64N(20_000))
+			default:
+				return ms(1 + r.Int64N(3*3600_000))
+			}
+		}
+		type model struct {
+			c                     net.Conn
+			fc                    *fastConn
+			onRead                bool
+			idle, wi, life        time.Duration
+			read, write, end      time.Duration // instants since the start
+			closed                bool
+			reads, writes         atomic.Int32
+			wantReads, wantWrites int32
+		}
+		var conns []*model
+		var now, high time.Duration // the clock, and the furthest it has been
+		for step := range 1500 {
+			if r.IntN(10) == 0 || len(conns) < 20 {
+				m := &model{fc: &fastConn{}, onRead: r.IntN(2) == 0, idle: randDur(), read: now, write: now, end: 1<<63 - 1}
+				var opts []timingwheel.IdleOption
+				if m.onRead {
+					opts = append(opts, timingwheel.OnReadIdle(func(net.Conn) { m.reads.Add(1) }))
+				}
+				if r.IntN(3) > 0 {
+					m.wi = randDur()
+					opts = append(opts, timingwheel.OnWriteIdle(m.wi, func(net.Conn) { m.writes.Add(1) }))
+				}
+				if r.IntN(3) == 0 {
+					m.life = randDur()
+					m.end = now + m.life
+					opts = append(opts, timingwheel.MaxLifetime(m.life))
+				}
+				if len(opts) == 0 {
+					opts = append(opts, timingwheel.MaxLifetime(1<<62))
+				}
+				m.c = h.IdleConn(m.fc, m.idle, opts...)
+				conns = append(conns, m)
+			}
+			for range r.IntN(5) {
+				m := conns[r.IntN(len(conns))]
+				if m.closed {
+					continue
+				}
+				buf := []byte{1}
+				if r.IntN(2) == 0 {
+					if n, _ := m.c.Read(buf); n > 0 {
+						m.read = now
+					}
+				} else if n, _ := m.c.Write(buf); n > 0 && m.wi > 0 {
+					m.write = now
+				}
+			}
+			var d time.Duration
+			switch x := r.IntN(20); {
+			case x < 12:
+				d = ms(1)
+			case x < 18:
+				d = ms(1 + r.Int64N(100))
+			case x < 19:
+				d = ms(r.Int64N(3 * 3600_000))
+			case r.IntN(3) > 0:
+				d = ms(r.Int64N(30 * 24 * 3600_000))
+			default: // back, a little or a lot
+				d = -min(now, ms(1+r.Int64N([]int64{5, 200, 3 * 3600_000}[r.IntN(3)])))
+			}
+			wasBehind := now < high
+			now += d
+			high = max(high, now)
+			mock.Add(d)
+			timingwheel.AdvanceWithin(t, h, fmt.Sprintf("step %d", step))
+			for wasBehind && h.Advance() > 0 {
+			}
+			for i, m := range conns {
+				if m.closed {
+					continue
+				}
+				// What a jump reaches happens in the order of the instants,
+				// as timers fire ("Order"): each event restarts its count
+				// from the clock's reading, so it comes once per jump; at one
+				// instant the lifetime's end comes first, then the idle close,
+				// then the events.
+				for !m.closed {
+					next := min(m.end, m.read+m.idle)
+					if m.wi > 0 {
+						next = min(next, m.write+m.wi)
+					}
+					if next > now {
+						break
+					}
+					switch {
+					case next == m.end:
+						m.closed = true
+					case !m.onRead && next == m.read+m.idle:
+						m.closed = true
+					default:
+						if m.onRead && next == m.read+m.idle {
+							m.wantReads++
+							m.read = now
+						}
+						if m.wi > 0 && next == m.write+m.wi {
+							m.wantWrites++
+							m.write = now
+						}
+					}
+				}
+				require.Equal(t, m.closed, m.fc.closes.Load() > 0, "step %d (at %v) conn %d (idle %v, write idle %v, life %v): closed", step, now, i, m.idle, m.wi, m.life)
+				require.Equal(t, m.wantReads, m.reads.Load(), "step %d (at %v) conn %d (idle %v): read-idle events", step, now, i, m.idle)
+				require.Equal(t, m.wantWrites, m.writes.Load(), "step %d (at %v) conn %d (write idle %v): write-idle events", step, now, i, m.wi)
+			}
+			if r.IntN(30) == 0 { // close some
+				for _, m := range conns {
+					if !m.closed && r.IntN(3) == 0 {
+						m.c.Close()
+						m.closed = true
+						m.fc.closes.Store(1)
+					}
+				}
+			}
+		}
+		for _, m := range conns {
+			m.c.Close()
+		}
+		assert.Equal(t, 0, h.Len(), "timers armed once every conn is closed")
+	}
+}
+
+// Each conn runs its own event function at its own idle: many distinct
+// closures, idles that differ, the same closure on two hierarchies, and
+// collections in between never give a conn another's function, idle or
+// hierarchy.
+func TestIdleEvents_EachConnRunsItsOwnFunctionAndIdle(t *testing.T) {
+	m1, m2 := clock.NewMock(), clock.NewMock()
+	h1, err := timingwheel.New(timingwheel.WithClock(m1))
+	require.NoError(t, err)
+	h2, err := timingwheel.New(timingwheel.WithClock(m2), timingwheel.WithShards(1))
+	require.NoError(t, err)
+	type rec struct {
+		i int
+		c net.Conn
+		h *timingwheel.Hierarchy
+	}
+	var (
+		mu  sync.Mutex
+		got []rec
+	)
+	shared := func(c net.Conn) { mu.Lock(); got = append(got, rec{-1, c, nil}); mu.Unlock() }
+	want := map[net.Conn]int{}
+	idleOf := map[net.Conn]time.Duration{}
+	for i := range 60 {
+		h := h1
+		if i%3 == 0 {
+			h = h2
+		}
+		idle := time.Duration(1+i%7) * time.Second
+		var c net.Conn
+		if i%2 == 0 {
+			c = h.IdleConn(&fastConn{}, idle, timingwheel.OnReadIdle(func(c net.Conn) {
+				mu.Lock()
+				got = append(got, rec{i, c, h})
+				mu.Unlock()
+			}))
+		} else {
+			c = h.IdleConn(&fastConn{}, idle, timingwheel.OnReadIdle(shared))
+		}
+		want[c] = i
+		idleOf[c] = idle
+		if i%10 == 0 {
+			runtime.GC() // let dead closures go: their memory may be reused
+		}
+	}
+	for _, step := range []*clock.Mock{m1, m2} {
+		step.Add(time.Second)
+	}
+	for s := 1; s <= 7; s++ {
+		mu.Lock()
+		got = nil
+		mu.Unlock()
+		timingwheel.AdvanceWithin(t, h1, "h1")
+		timingwheel.AdvanceWithin(t, h2, "h2")
+		mu.Lock()
+		for _, r := range got {
+			i, ok := want[r.c]
+			require.True(t, ok, "an event with a conn nobody wrapped")
+			if r.i >= 0 {
+				assert.Equal(t, i, r.i, "conn %d's event ran conn %d's function", i, r.i)
+			}
+			assert.Zero(t, time.Duration(s)*time.Second%idleOf[r.c], "conn %d (idle %v) had an event at %ds", i, idleOf[r.c], s)
+		}
+		n := 0
+		for c, i := range want {
+			if time.Duration(s)*time.Second%idleOf[c] == 0 {
+				n++
+				_ = i
+			}
+		}
+		assert.Len(t, got, n, "events at %ds", s)
+		mu.Unlock()
+		m1.Add(time.Second)
+		m2.Add(time.Second)
+	}
+	for c := range want {
+		c.Close()
+	}
+	assert.Zero(t, h1.Len())
+	assert.Zero(t, h2.Len())
 }

@@ -17,7 +17,8 @@ import (
 	"github.com/timingwheel/timingwheel"
 )
 
-// Guarantee 16 as a real server sees it: a net/http server over
+// Idle connections for real servers (docs/guarantees.md, "Idle
+// connections for real servers") as a real server sees it: a net/http server over
 // IdleListener, with ConnState pausing each conn on StateActive and
 // resuming it on StateIdle, and a real client, on the real clock.
 
@@ -122,9 +123,9 @@ func TestIdleHTTP_KeepAliveConnIdleBetweenRequestsIsClosed(t *testing.T) {
 		assert.Equal(t, "hello", get(t, client, s.url+"/"))
 		time.Sleep(idle / 10) // well within idle: the conn is reused
 	}
-	after := recvWithin(t, 10*time.Second, s.closed, "the idle close of a keep-alive conn")
+	after := timingwheel.RecvWithin(t, 10*time.Second, s.closed, "the idle close of a keep-alive conn")
 	assert.GreaterOrEqual(t, after, idle, "closed %v after its last request: before idle", after)
-	recvWithin(t, 10*time.Second, closedByServer, "the client seeing its conn closed")
+	timingwheel.RecvWithin(t, 10*time.Second, closedByServer, "the client seeing its conn closed")
 	// The client dials again for the next request, and it is served.
 	assert.Equal(t, "hello", get(t, client, s.url+"/"))
 }
@@ -207,13 +208,13 @@ func allIdleStreamRound(t *testing.T, h *timingwheel.Hierarchy, idle time.Durati
 	client, err := net.Dial("tcp", ln.Addr().String())
 	require.NoError(t, err)
 	defer client.Close()
-	watchdog(t, 20*time.Second, "the stream and its idle close", client)
+	timingwheel.Watchdog(t, 20*time.Second, "the stream and its idle close", client)
 	r := bufio.NewReader(client)
 	for i := range lines {
 		line, err := r.ReadString('\n')
 		if err != nil {
 			client.Close()
-			res := recvWithin(t, 10*time.Second, served, "the cut stream's writer")
+			res := timingwheel.RecvWithin(t, 10*time.Second, served, "the cut stream's writer")
 			if res.maxGap >= idle {
 				return res.maxGap, false
 			}
@@ -221,12 +222,12 @@ func allIdleStreamRound(t *testing.T, h *timingwheel.Hierarchy, idle time.Durati
 		}
 		assert.Equal(t, fmt.Sprintf("line %d\n", i), line)
 	}
-	res := recvWithin(t, 10*time.Second, served, "the stream")
+	res := timingwheel.RecvWithin(t, 10*time.Second, served, "the stream")
 	if res.err != nil && res.maxGap >= idle {
 		return res.maxGap, false
 	}
 	require.NoError(t, res.err, "the stream was cut (longest gap between writes %v)", res.maxGap)
-	assertIdleErr(t, recvWithin(t, 10*time.Second, served, "the idle close").err, timingwheel.ErrIdle, "the server's Read once idle both ways")
+	timingwheel.AssertIdleErr(t, timingwheel.RecvWithin(t, 10*time.Second, served, "the idle close").err, timingwheel.ErrIdle, "the server's Read once idle both ways")
 	_, err = r.ReadString('\n')
 	assert.ErrorIs(t, err, io.EOF, "the client sees the close")
 	return 0, true

@@ -1,11 +1,10 @@
 package timingwheel_test
 
 // A second model of the wheel, independent of simulation_test.go: written
-// against docs/guarantees.md alone, through the public API, by an outside-style review
-// of this project (the rest of that review's tests live on as regression
-// tests elsewhere). It checks every Advance against a naive reference of
-// guarantees 1, 3 and 4 (exactly the timers with due(D) <= T, in order,
-// exactly once), Next against the earliest due tick, and exactly-once
+// against docs/guarantees.md alone, through the public API. It checks
+// every Advance against a naive reference of its sections "Never early, at
+// most one tick late", "Order" and "Exactly once" (exactly the timers with
+// due(D) <= T, in order, exactly once), Next against the earliest due tick, and exactly-once
 // under concurrent Reset, ResetAt and Stop from several goroutines, over
 // random schedules that put the clock between ticks and arm deadlines
 // already past.
@@ -38,57 +37,6 @@ var (
 	_ atomic.Int64
 )
 
-// rvClock is a fake clock that only answers Now and Since (what Advance
-// needs); unlike clock.Mock it does not sleep 1ms on every move. Any other
-// method of clock.Clock panics (nil embedded interface).
-type rvClock struct {
-	clock.Clock
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newRvClock() *rvClock { return &rvClock{now: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (c *rvClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-func (c *rvClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-func (c *rvClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-func (c *rvClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
-
-// rvLong reports whether TIMINGWHEEL_LONG=1 asks for the long volumes, like
-// long in long_test.go (which this package cannot see): every model seed
-// and the full concurrent run. The default run takes fewer.
-func rvLong() bool { return os.Getenv("TIMINGWHEEL_LONG") == "1" }
-
-// rvWatchdog fails the test with what if done is not closed within d.
-func rvWatchdog(t *testing.T, d time.Duration, what string) (done func()) {
-	t.Helper()
-	ch := make(chan struct{})
-	var once sync.Once
-	go func() {
-		select {
-		case <-ch:
-		case <-time.After(d):
-			buf := make([]byte, 1<<20)
-			n := runtime.Stack(buf, true)
-			fmt.Fprintf(os.Stderr, "WATCHDOG %s: hung after %v\n%s\n", t.Name(), d, buf[:n])
-			panic("watchdog: hung: " + what)
-		}
-	}()
-	return func() { once.Do(func() { close(ch) }) }
-}
-
 // rotateShard makes the next arming on this processor go to another shard:
 // two garbage collections drop the processor's hint from the pool, and the
 // next is dealt round robin.
@@ -99,7 +47,8 @@ func rotateShard() {
 
 // ---------------------------------------------------------------------------
 // Model-based test: random operations on a Mock-like clock, compared with a
-// reference model of guarantees 1, 3, 4 and the Len/Next/Stats contract.
+// reference model of "Never early, at most one tick late", "Order",
+// "Exactly once" (docs/guarantees.md) and the Len/Next/Stats contract.
 
 type rvCfg struct {
 	name     string
@@ -173,7 +122,7 @@ func rvFloorDiv(ns, tick int64) int64 {
 
 func rvModelRun(t *testing.T, cfg rvCfg, seed int64, steps int) {
 	rng := rand.New(rand.NewSource(seed))
-	clk := newRvClock()
+	clk := timingwheel.NewFakeClock()
 	h := cfg.newHierarchy(t, clk)
 	origin := clk.Now()
 	tick := int64(cfg.tick)
@@ -417,21 +366,22 @@ func TestBlackbox_Model(t *testing.T) {
 	}
 	for _, cfg := range cfgs {
 		t.Run(cfg.name, func(t *testing.T) {
-			done := rvWatchdog(t, 60*time.Second, "model run "+cfg.name)
-			defer done()
-			seeds := int64(1) // each configuration's first seed; all 4 with TIMINGWHEEL_LONG=1
-			if rvLong() {
-				seeds = 4
-			}
-			for seed := int64(1); seed <= seeds; seed++ {
-				rvModelRun(t, cfg, seed, 1500)
-			}
+			timingwheel.MustReturn(t, 60*time.Second, "model run "+cfg.name, func() {
+				seeds := int64(1) // each configuration's first seed; all 4 with TIMINGWHEEL_LONG=1
+				if timingwheel.Long() {
+					seeds = 4
+				}
+				for seed := int64(1); seed <= seeds; seed++ {
+					rvModelRun(t, cfg, seed, 1500)
+				}
+			})
 		})
 	}
 }
 
 // ---------------------------------------------------------------------------
-// Model with callbacks that call back (guarantee 5): each callback stops,
+// Model with callbacks that call back (docs/guarantees.md, "Callbacks may
+// call back"): each callback stops,
 // re-arms or arms timers, its own included, and checks Len and Next from
 // inside the Advance. Ordered mode only (the model is updated on the
 // advancing goroutine).
@@ -439,7 +389,7 @@ func TestBlackbox_Model(t *testing.T) {
 func rvCallbackModelRun(t *testing.T, cfg rvCfg, seed int64, steps int) {
 	rng := rand.New(rand.NewSource(seed))
 	crng := rand.New(rand.NewSource(seed * 7919))
-	clk := newRvClock()
+	clk := timingwheel.NewFakeClock()
 	h := cfg.newHierarchy(t, clk) // the configurations of this model have no parallel callbacks
 	origin := clk.Now()
 	tick := int64(cfg.tick)
@@ -640,15 +590,15 @@ func TestBlackbox_CallbackModel(t *testing.T) {
 	}
 	for _, cfg := range cfgs {
 		t.Run(cfg.name, func(t *testing.T) {
-			done := rvWatchdog(t, 60*time.Second, "callback model "+cfg.name)
-			defer done()
-			seeds := int64(2) // all 5 with TIMINGWHEEL_LONG=1
-			if rvLong() {
-				seeds = 5
-			}
-			for seed := int64(1); seed <= seeds; seed++ {
-				rvCallbackModelRun(t, cfg, seed, 1200)
-			}
+			timingwheel.MustReturn(t, 60*time.Second, "callback model "+cfg.name, func() {
+				seeds := int64(2) // all 5 with TIMINGWHEEL_LONG=1
+				if timingwheel.Long() {
+					seeds = 5
+				}
+				for seed := int64(1); seed <= seeds; seed++ {
+					rvCallbackModelRun(t, cfg, seed, 1200)
+				}
+			})
 		})
 	}
 }
@@ -670,7 +620,7 @@ type rvCT struct {
 }
 
 func rvConcurrentRun(t *testing.T, shards int, parallel bool, dur time.Duration) {
-	clk := newRvClock()
+	clk := timingwheel.NewFakeClock()
 	opts := []timingwheel.Option{timingwheel.WithClock(clk), timingwheel.WithShards(shards)}
 	if parallel {
 		opts = append(opts, timingwheel.WithParallelCallbacks())
@@ -869,13 +819,13 @@ func TestBlackbox_ConcurrentExactlyOnce(t *testing.T) {
 		parallel bool
 	}{{1, false}, {4, false}, {4, true}, {0, true}} {
 		t.Run(fmt.Sprintf("shards=%d,parallel=%v", c.shards, c.parallel), func(t *testing.T) {
-			done := rvWatchdog(t, 60*time.Second, "concurrent exactly-once run")
-			defer done()
-			run := 500 * time.Millisecond // of real time; 1.5s with TIMINGWHEEL_LONG=1
-			if rvLong() {
-				run = 1500 * time.Millisecond
-			}
-			rvConcurrentRun(t, c.shards, c.parallel, run)
+			timingwheel.MustReturn(t, 60*time.Second, "concurrent exactly-once run", func() {
+				run := 500 * time.Millisecond // of real time; 1.5s with TIMINGWHEEL_LONG=1
+				if timingwheel.Long() {
+					run = 1500 * time.Millisecond
+				}
+				rvConcurrentRun(t, c.shards, c.parallel, run)
+			})
 		})
 	}
 }

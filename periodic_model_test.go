@@ -12,7 +12,8 @@ import (
 	"github.com/benbjohnson/clock"
 )
 
-// The periodic model checks periodic timers (guarantee 12) against a naive
+// The periodic model checks periodic timers (docs/guarantees.md,
+// "Periodic timers") against a naive
 // ticker: each timer's instants A+k·p are stepped through one at a time,
 // and at an Advance of tick T a timer runs once if its next instant is due
 // by T, its next run then being the first instant whose due tick is after
@@ -42,7 +43,7 @@ type pmTimer struct {
 	when   int64 // the next run's instant, or the one-shot deadline: what Deadline returns
 	// flex is the number of the Advance during which a callback armed the
 	// timer for a tick already reached: it may fire in that Advance or the
-	// next (guarantee 5).
+	// next (docs/guarantees.md, "Callbacks may call back").
 	flex int
 }
 
@@ -213,7 +214,7 @@ func (m *pmodel) fire(pt *pmTimer) {
 		m.stats["skipped-run-that-was-due"]++
 	}
 	if pt.when <= m.clockNs {
-		m.stats["next-run-before-the-clock"]++ // issue 29.1's case: not missed
+		m.stats["next-run-before-the-clock"]++ // an instant before the clock whose tick has not come: not missed
 	}
 	if want := modelNextInstant(pt.start, pt.period, mulSat(m.target, m.tick)); pt.when != want && pt.when != math.MaxInt64 {
 		m.fatalf("the model disagrees with itself: ticker %d, formula %d", pt.when, want)

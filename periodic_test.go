@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Guarantee 12: periodic timers. The cases follow what the standard
+// Periodic timers (docs/guarantees.md, "Periodic timers"). The cases follow what the standard
 // library checks for time.Ticker (runs on its grid, dropped ticks for a
 // slow receiver, Stop, Reset, a non-positive period panics), plus the
 // wheel's own: the next run is armed before f starts, Stop during f wins.
@@ -354,12 +354,11 @@ func TestPeriodic_RealDriverNeverEarly(t *testing.T) {
 	assert.Equal(t, 0, h.Len())
 }
 
-// TestPeriodic_LateAdvanceWithinTheTickSkipsNoRunNotDue is issue 29's
-// case: tick 1ms, Every(1ms) armed at 0.5ms, so the runs are due at ticks
+// TestPeriodic_LateAdvanceWithinTheTickSkipsNoRunNotDue: tick 1ms, Every(1ms) armed at 0.5ms, so the runs are due at ticks
 // 2, 3, 4, 5ms (instants 1.5, 2.5, 3.5, 4.5ms). An Advance at 3.6ms (tick
 // 3) runs the 2.5ms instant; the 3.5ms instant is not due until tick 4, so
-// it is the next run, although it lies before the clock. The code before
-// took the next instant after the raw clock (4.5ms) and lost it.
+// it is the next run, although it lies before the clock (not the next
+// instant after the raw clock, 4.5ms).
 func TestPeriodic_LateAdvanceWithinTheTickSkipsNoRunNotDue(t *testing.T) {
 	h, clk := newFake(t)
 	start := clk.Now()

@@ -31,8 +31,7 @@ func (c *heldConn) Close() error         { return nil }
 func (c *heldConn) LocalAddr() net.Addr  { return nil }
 func (c *heldConn) RemoteAddr() net.Addr { return nil }
 
-// TestIdleConn_DeadlineStaysAtTheIdleClose (review round three, item 3): a
-// Read in flight when the hierarchy closes the conn returns its data, and
+// TestIdleConn_DeadlineStaysAtTheIdleClose: a Read in flight when the hierarchy closes the conn returns its data, and
 // IdleDeadline still reports the instant the conn was closed at, not a
 // deadline moved past it at which nothing happens.
 func TestIdleConn_DeadlineStaysAtTheIdleClose(t *testing.T) {

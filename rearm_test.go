@@ -16,7 +16,7 @@ import (
 
 // Concurrent re-arms of one timer take effect one after another, each at an
 // instant during its call, with d measured from the clock read at that
-// instant (review round three, items 1, 2 and 7).
+// instant.
 
 // holdFirstReset makes the first re-arm that starts block before it takes
 // its shard's lock, until release is called; reached is closed once it
@@ -276,12 +276,12 @@ func lazyTimerMidSlot(t *testing.T, f func()) (*Hierarchy, *fakeClock, *Timer) {
 	return h, clk, tm
 }
 
-// TestReset_LaterDeadlineStraddlingCascadeIntoLevel0: a lock-free Reset whose
-// reads come before a cascade that takes its timer down to level 0 (filed
-// by its old deadline) and whose store comes after must notice the cascade
-// (seq changed) and file the timer again, or Next reports the old deadline.
-// Here the store comes after the whole cascade; in
-// TestLazyReset_CascadeBeforeStore it comes between two of its batches.
+// TestReset_LaterDeadlineStraddlingCascadeIntoLevel0: a Reset that begins
+// before a cascade takes its timer down to level 0 (filed by its old
+// deadline), and takes its shard's lock after, must file the timer again
+// by its new deadline, or Next reports the old deadline. Here the Reset
+// takes the lock after the whole cascade; in
+// TestLazyReset_CascadeBeforeStore, between two of its batches.
 func TestReset_LaterDeadlineStraddlingCascadeIntoLevel0(t *testing.T) {
 	h, clk, tm := lazyTimerMidSlot(t, func() {})
 	origin := h.origin
@@ -303,16 +303,16 @@ func TestReset_LaterDeadlineStraddlingCascadeIntoLevel0(t *testing.T) {
 	mustCheck(t, h)
 }
 
-// TestReset_LaterDeadlineAsAdvanceEnds races a lock-free Reset with the end
-// of an Advance. A callback arms, in the last shard (whose now lags far
+// TestReset_LaterDeadlineAsAdvanceEnds races a Reset with the end of an
+// Advance. A callback arms, in the last shard (whose now lags far
 // behind: it had no work), a timer for a tick already fired: it waits on
 // the late list, filed beyond that shard's now but not beyond the Advance's
 // frontier. Another goroutine moves it later (still before the Advance's
 // tick) as soon as it sees the frontier cleared: by then the shard's now
-// must have caught up, so the Reset takes the lock and files the timer by
-// its new deadline; the next Advance fires it. A frontier cleared before
-// the shards' now moved lets the Reset take the lock-free path, keeping
-// the old filing, and the timer misses the next Advance.
+// must have caught up, so the Reset files the timer by its new deadline;
+// the next Advance fires it. A frontier cleared before the shards' now
+// moved would let the Reset only store the later deadline, keeping the old
+// filing, and the timer would miss the next Advance.
 func TestReset_LaterDeadlineAsAdvanceEnds(t *testing.T) {
 	const shards = 32 // the last shard's now catches up after 31 others'
 	iterations := 4000
@@ -366,19 +366,20 @@ func TestReset_LaterDeadlineAsAdvanceEnds(t *testing.T) {
 	}
 }
 
-// TestReset_LaterDeadlineReadsFrontierBeforeNow: a lock-free Reset loads the
-// running Advance's frontier, then its shard's now; endAdvance moves every
-// shard's now, then clears the frontier. So whatever happens between the
-// two loads, one of them sees the Advance's progress. Here the end of the
-// Advance runs exactly between them (test hook, stage 2). The timer was
+// TestReset_LaterDeadlineReadsFrontierBeforeNow: a Reset, under its shard's
+// lock, reads its shard's now and the running Advance's frontier;
+// endAdvance moves every shard's now, each under its lock, then clears the
+// frontier. So a Reset that finds the frontier cleared finds its shard's
+// now moved. Here the Advance ends while the Reset has begun and not yet
+// taken the lock (testHookReset). The timer was
 // armed by a callback, into a shard whose now lagged (it had no work), for
 // a tick already fired: it waits on the late list, filed beyond that
 // shard's now but not beyond the frontier. The Reset moves it later, still
 // before the Advance's tick: it must take the lock and file it by its new
 // deadline, so that Next reports that deadline and the next Advance fires
-// it. Loaded the other way round (now, hook, frontier), the Reset sees the
-// old now and the cleared frontier and keeps the old filing lock-free:
-// Next is early and the timer misses the next Advance.
+// it. A Reset that saw the old now and the cleared frontier would keep the
+// old filing: Next would be early and the timer would miss the next
+// Advance.
 func TestReset_LaterDeadlineReadsFrontierBeforeNow(t *testing.T) {
 	h, clk := newFake(t, WithShards(2))
 	origin := h.origin

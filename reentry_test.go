@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Guarantee 5: a callback must not call h.Advance or h.Stop, which wait for
+// Callbacks may call back (docs/guarantees.md), but a callback must not call h.Advance or h.Stop, which wait for
 // it. They panic with a message instead of hanging, and only then: the
 // same calls from another goroutine, or from a callback of another
 // hierarchy, wait as before. Each test has a watchdog: the code before
@@ -21,13 +21,6 @@ const (
 	stopFromCallback = "timingwheel: Hierarchy.Stop called from a callback of the same Hierarchy while its driver runs; " +
 		"it would wait forever for the driver, which waits for the callback to return (stop the driver from another goroutine)"
 )
-
-// recovered calls f and returns what it panicked with, or nil.
-func recovered(f func()) (p any) {
-	defer func() { p = recover() }()
-	f()
-	return nil
-}
 
 func TestAdvance_FromItsOwnCallbackPanics(t *testing.T) {
 	h, clk := newFake(t)

@@ -18,7 +18,7 @@ import (
 
 // Shards: timers of several shards merged in order, one timer hammered from
 // many goroutines, cascades interrupted by arms, stops and resets, the
-// lock-free Reset racing a cascade, Next's bounded scan, parallel callbacks.
+// Reset racing a cascade, Next's bounded scan, parallel callbacks.
 
 // roundRobin makes h place new timers in its shards in turn.
 func roundRobin(h *Hierarchy) {
@@ -302,13 +302,13 @@ func lazyTimer(t *testing.T) (*Hierarchy, *fakeClock, *Timer) {
 	return h, clk, tm
 }
 
-// TestLazyReset_CascadeBeforeStore covers a lock-free Reset whose reads
-// come before a cascade of its timer's slot and whose store comes after:
-// the cascade filed the timer at level 0 by its old deadline, so the Reset
-// must notice (seq changed; filed is the same due tick) and file it again,
-// or Next is early. The timer, due mid-slot at 2m0.5s, is the first of the
+// TestLazyReset_CascadeBeforeStore covers a Reset that begins before a
+// cascade of its timer's slot and takes its shard's lock between two of
+// the cascade's batches: the cascade filed the timer at level 0 by its old
+// deadline, so the Reset must file it again by its new one (filed is the
+// same due tick), or Next is early. The timer, due mid-slot at 2m0.5s, is the first of the
 // minute slot that cascades at 2m, in batches of one timer; the Reset
-// stores its deadline between two batches, once its timer is at level 0.
+// takes the lock between two batches, once its timer is at level 0.
 func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 	h, clk := newFake(t, WithShards(1))
 	h.knobs().batch = 1
@@ -336,7 +336,7 @@ func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 	}
 	resetDone := make(chan bool, 1)
 	go func() { resetDone <- tm.ResetAt(origin.Add(3 * time.Minute)) }()
-	recvWithin(t, 5*time.Second, read, "the Reset reaching its lock-free path (hook stage 0)")
+	recvWithin(t, 5*time.Second, read, "the Reset beginning, before it takes its shard's lock (testHookReset)")
 
 	batches := 0
 	var cascaded, reset, returned bool
@@ -376,8 +376,8 @@ func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 	assert.Equal(t, 0, h.Len())
 }
 
-// TestLazyReset_WaitsForCascadeBatch: while a cascade batch runs (seq odd,
-// lock held), a Reset takes the lock and so waits for the batch.
+// TestLazyReset_WaitsForCascadeBatch: while a cascade batch runs (the
+// shard's lock held), a Reset takes the lock and so waits for the batch.
 func TestLazyReset_WaitsForCascadeBatch(t *testing.T) {
 	h, _, tm := lazyTimer(t)
 	s := tm.home()

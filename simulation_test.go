@@ -107,7 +107,8 @@ type simTimer struct {
 	armed bool  // in the wheels: due to fire at when
 	when  int64 // ns since origin, as armed
 	// flex is set for a timer armed by a callback with a deadline already
-	// reached: it may fire in that Advance or the next (guarantee 5).
+	// reached: it may fire in that Advance or the next (docs/guarantees.md,
+	// "Callbacks may call back").
 	flex   int
 	period int64 // ns, for a periodic timer; 0: one-shot
 	exec   bool  // bound by InitOn: its firing hands a run to the executor
@@ -797,8 +798,8 @@ func (s *sim) watchedRun(t *testing.T) {
 
 // simOps is the number of seeds per layout and of operations per (layout,
 // seed) run. The default run keeps the scripts' length, so they reach as
-// deep, and runs fewer seeds; TIMINGWHEEL_LONG=1 runs all 25 (about 10 times
-// as long: minutes under the race detector on 2 cores).
+// deep, and runs fewer seeds; TIMINGWHEEL_LONG=1 runs all 15 (5 times as
+// many: minutes under the race detector on 2 cores).
 func simOps() (seeds, ops int) {
 	if testing.Short() {
 		return 4, 3000

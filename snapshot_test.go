@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// Next, Len, Stats and Timeouts.Len each report one instant (review round
-// three, items 5 and 6): read one shard after another, a timer handed from
-// one shard to another is seen twice or not at all.
+// Next, Len, Stats and Timeouts.Len each report one instant: a timer handed
+// from one shard to another is seen once, not twice or not at all as it
+// would be were the shards read one after another.
 
 // TestSnapshot_NextSeesAHandOffAcrossShards: a timer is armed at every
 // instant (each hand-off arms the new timer, in the other shard, before

@@ -1,10 +1,10 @@
 package timingwheel_test
 
-// Tests of guarantee 10, timers held by value, through the public API only.
+// Tests of timers held by value (docs/guarantees.md, "Timers held by
+// value"), through the public API only.
 
 import (
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,64 +59,12 @@ func TestTimer_Init_ReArmsItselfUnderDriver(t *testing.T) {
 					t.Fatalf("hung: self-re-arming timers (d=%v) fired %v times in 10s, want %d each", d, counts, times)
 				}
 			}
-			stopWithin(t, h, 10*time.Second)
+			timingwheel.StopWithin(t, h, "the driver")
 			for i := range records {
 				assert.EqualValues(t, times, records[i].fired.Load(), "record %d fired", i)
 			}
 			assert.Zero(t, h.Len(), "timers still armed after the last firing")
 		})
-	}
-}
-
-// stopWithin stops h's driver, failing the test if that takes longer than d.
-func stopWithin(t *testing.T, h *timingwheel.Hierarchy, d time.Duration) {
-	t.Helper()
-	stopped := make(chan struct{})
-	go func() { h.Stop(); close(stopped) }()
-	select {
-	case <-stopped:
-	case <-time.After(d):
-		t.Fatalf("hung: Hierarchy.Stop did not return within %v", d)
-	}
-}
-
-// advanceWithin runs h.Advance, failing the test, naming what hung, unless
-// it returns within 5s (the hung goroutine is left behind). A panic of
-// Advance is raised again here.
-func advanceWithin(t *testing.T, h *timingwheel.Hierarchy, what string) int {
-	t.Helper()
-	type result struct {
-		n int
-		p any
-	}
-	done := make(chan result, 1)
-	go func() {
-		var r result
-		defer func() { r.p = recover(); done <- r }()
-		r.n = h.Advance()
-	}()
-	select {
-	case r := <-done:
-		if r.p != nil {
-			panic(r.p)
-		}
-		return r.n
-	case <-time.After(5 * time.Second):
-		t.Fatalf("hung: Advance (%s) did not return within 5s", what)
-		return 0
-	}
-}
-
-// recvWithin waits for a value on ch, failing the test, naming what hung,
-// unless one comes within d.
-func recvWithin[T any](t *testing.T, d time.Duration, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(d):
-		t.Fatalf("hung: %s did not happen within %v", what, d)
-		panic("unreachable")
 	}
 }
 
@@ -190,7 +138,7 @@ func TestTimer_Init_LikeStoppedAfterFunc(t *testing.T) {
 				case "advance":
 					mock.Add(s.d)
 					before := ran
-					got = advanceWithin(t, h, fmt.Sprintf("step %d of the script", i))
+					got = timingwheel.AdvanceWithin(t, h, fmt.Sprintf("step %d of the script", i))
 					assert.Equal(t, got, ran-before, "step %d: Advance's count against the callbacks run", i)
 					armed -= got
 				}
@@ -203,7 +151,7 @@ func TestTimer_Init_LikeStoppedAfterFunc(t *testing.T) {
 	}
 }
 
-// TestTimer_Init_Order checks guarantee 3 with by-value timers mixed with
+// TestTimer_Init_Order checks "Order" (docs/guarantees.md) with by-value timers mixed with
 // AfterFunc ones: one Advance runs them in order of their deadlines.
 func TestTimer_Init_Order(t *testing.T) {
 	mock := clock.NewMock()
@@ -220,27 +168,8 @@ func TestTimer_Init_Order(t *testing.T) {
 		h.AfterFunc(time.Duration(ms)*time.Millisecond, func() { got = append(got, name) })
 	}
 	mock.Add(time.Second)
-	assert.Equal(t, 5, advanceWithin(t, h, "five timers held by value"))
+	assert.Equal(t, 5, timingwheel.AdvanceWithin(t, h, "five timers held by value"))
 	assert.Equal(t, []string{"held10", "after20", "held30", "after40", "held50"}, got)
-}
-
-// mustPanic calls f and fails unless it panics with a message that starts
-// with "timingwheel:" and contains want.
-func mustPanic(t *testing.T, want string, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		r := recover()
-		if r == nil {
-			t.Errorf("no panic, want one about %q", want)
-			return
-		}
-		msg := fmt.Sprint(r)
-		if !strings.HasPrefix(msg, "timingwheel:") || !strings.Contains(msg, want) {
-			t.Errorf("panic %q, want a message prefixed %q about %q", msg, "timingwheel:", want)
-		}
-	}()
-	f()
 }
 
 func TestTimer_Init_Panics(t *testing.T) {
@@ -252,23 +181,23 @@ func TestTimer_Init_Panics(t *testing.T) {
 	g := func() { fired += "g" }
 
 	var zero timingwheel.Timer
-	mustPanic(t, "nil", func() { zero.Init(nil, f) })
-	mustPanic(t, "nil", func() { zero.Init(h, nil) })
+	timingwheel.MustPanic(t, "nil", func() { zero.Init(nil, f) })
+	timingwheel.MustPanic(t, "nil", func() { zero.Init(h, nil) })
 
 	// Armed, by Init and Reset or by AfterFunc: Init panics and leaves the
 	// timer armed, with its callback.
 	var held timingwheel.Timer
 	held.Init(h, f).Reset(time.Second)
-	mustPanic(t, "armed", func() { held.Init(h, g) })
+	timingwheel.MustPanic(t, "armed", func() { held.Init(h, g) })
 	after := h.AfterFunc(time.Second, f)
-	mustPanic(t, "armed", func() { after.Init(h, g) })
+	timingwheel.MustPanic(t, "armed", func() { after.Init(h, g) })
 	// On an armed timer the nil checks and the armed check all panic.
-	mustPanic(t, "", func() { held.Init(nil, g) })
-	mustPanic(t, "", func() { held.Init(h, nil) })
+	timingwheel.MustPanic(t, "", func() { held.Init(nil, g) })
+	timingwheel.MustPanic(t, "", func() { held.Init(h, nil) })
 
 	assert.Equal(t, 2, h.Len(), "armed after the panics")
 	mock.Add(time.Second)
-	assert.Equal(t, 2, advanceWithin(t, h, "the timers re-armed after the panics"))
+	assert.Equal(t, 2, timingwheel.AdvanceWithin(t, h, "the timers re-armed after the panics"))
 	assert.Equal(t, "ff", fired, "callbacks run after Init panicked")
 }
 
@@ -330,13 +259,13 @@ func TestTimer_Init_Rebind(t *testing.T) {
 			tm := new(timingwheel.Timer).Init(h1, on("f1"))
 			tm.Reset(time.Millisecond)
 			mock.Add(time.Millisecond)
-			require.Equal(t, 1, advanceWithin(t, h1, "a timer to fire before its Init to another hierarchy"))
+			require.Equal(t, 1, timingwheel.AdvanceWithin(t, h1, "a timer to fire before its Init to another hierarchy"))
 			return tm
 		}},
 		{"AfterFunc fired", func() *timingwheel.Timer {
 			tm := h1.AfterFunc(time.Millisecond, on("f1"))
 			mock.Add(time.Millisecond)
-			require.Equal(t, 1, advanceWithin(t, h1, "a timer from AfterFunc to fire before its Init to another hierarchy"))
+			require.Equal(t, 1, timingwheel.AdvanceWithin(t, h1, "a timer from AfterFunc to fire before its Init to another hierarchy"))
 			return tm
 		}},
 	} {
@@ -348,13 +277,13 @@ func TestTimer_Init_Rebind(t *testing.T) {
 			assert.Equal(t, 0, h1.Len(), "timers armed in the old hierarchy")
 			assert.Equal(t, 1, h2.Len(), "timers armed in the new hierarchy")
 			mock.Add(time.Second + 10*time.Millisecond) // h2's deadline is rounded up to its 10ms tick
-			assert.Equal(t, 0, advanceWithin(t, h1, "the old hierarchy"), "old hierarchy's Advance")
-			assert.Equal(t, 1, advanceWithin(t, h2, "the new hierarchy"), "new hierarchy's Advance")
+			assert.Equal(t, 0, timingwheel.AdvanceWithin(t, h1, "the old hierarchy"), "old hierarchy's Advance")
+			assert.Equal(t, 1, timingwheel.AdvanceWithin(t, h2, "the new hierarchy"), "new hierarchy's Advance")
 			assert.Equal(t, []string{"f2"}, fired)
 			// And back to h1 with the same callback as before.
 			tm.Init(h1, on("f1"))
 			tm.Reset(0)
-			assert.Equal(t, 1, advanceWithin(t, h1, "the old hierarchy again"))
+			assert.Equal(t, 1, timingwheel.AdvanceWithin(t, h1, "the old hierarchy again"))
 			assert.Equal(t, []string{"f2", "f1"}, fired)
 		})
 	}
@@ -370,15 +299,9 @@ func TestTimer_ZeroPanicNamesEveryConstructor(t *testing.T) {
 		"ResetEvery": func() { z.ResetEvery(time.Second) },
 		"Deadline":   func() { z.Deadline() },
 	} {
-		msg := fmt.Sprint(recoverPanic(call))
+		msg := fmt.Sprint(timingwheel.Recovered(call))
 		for _, want := range []string{name, "AfterFunc", "AtFunc", "Every", "Init", "InitOn"} {
 			assert.Contains(t, msg, want, "%s's panic", name)
 		}
 	}
-}
-
-func recoverPanic(f func()) (v any) {
-	defer func() { v = recover() }()
-	f()
-	return nil
 }
