@@ -120,7 +120,7 @@ func recvWithin[T any](t *testing.T, d time.Duration, ch <-chan T, what string) 
 // returning.
 func inBubble(t *testing.T, what string, f func(t *testing.T)) {
 	t.Helper()
-	mustReturn(t, 10*time.Second, what+" (in a synctest bubble)", func() { synctest.Test(t, f) })
+	mustReturn(t, 30*time.Second, what+" (in a synctest bubble)", func() { synctest.Test(t, f) })
 }
 
 // advanceWithin is h.Advance under mustReturn.
