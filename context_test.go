@@ -75,7 +75,10 @@ func kids(ctx context.Context) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
-	for k := c.kids; k != nil; k = k.next {
+	if c.links == nil {
+		return 0
+	}
+	for k := c.links.kids; k != nil; k = k.next {
 		n++
 	}
 	return n
