@@ -1060,8 +1060,8 @@ func TestWithTimeout_NoLeakAfterCancel(t *testing.T) {
 // much of a request deadline's cost (docs/benchmarks.md).
 func TestWithTimeout_AllocationsAsDocumented(t *testing.T) {
 	h, _ := newFake(t)
-	assert.LessOrEqual(t, unsafe.Sizeof(deadlineCtx{}), uintptr(128), "deadlineCtx outgrew the 128-byte size class")
-	assert.LessOrEqual(t, unsafe.Sizeof(deadlineCtxAt{}), uintptr(160), "deadlineCtxAt outgrew the 160-byte size class")
+	assert.LessOrEqual(t, unsafe.Sizeof(deadlineCtx{}), uintptr(96), "deadlineCtx outgrew the 96-byte size class")
+	assert.LessOrEqual(t, unsafe.Sizeof(deadlineCtxAt{}), uintptr(128), "deadlineCtxAt outgrew the 128-byte size class")
 	bg := context.Background()
 	parent, cancelParent := h.WithTimeout(bg, time.Hour)
 	defer cancelParent()
