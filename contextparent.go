@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"runtime"
+	"sync/atomic"
 	"weak"
 )
 
@@ -57,7 +58,10 @@ type watchSet struct {
 	// seen holds the Done channels of parents a context registered under
 	// on its own: the next context under one of them makes its watch. A
 	// hint, by hash; cleared by each sweep.
-	seen     [seenHints][2]<-chan struct{}
+	seen [seenHints][2]<-chan struct{}
+	// last is the watch a context last joined, which a context leaving
+	// most likely left, found without hashing; it leaves with its watch.
+	last     *parentWatch
 	sweeping bool // a sweep is to run after the next garbage collection
 }
 
@@ -129,10 +133,11 @@ func (c *deadlineCtx) watchSharedLocked(done <-chan struct{}) bool {
 		}
 	}
 	w.used = true
+	set.last = w
 	c.widx = uint32(len(w.kids))
 	w.kids = append(w.kids, c)
 	s.mu.Unlock()
-	c.up = w
+	atomic.OrUint32(&c.state, ctxShared)
 	return true
 }
 
@@ -147,7 +152,11 @@ func (w *parentWatch) fire() {
 		return
 	}
 	w.ended = true
-	delete(s.watches[0].m, w.done)
+	set := &s.watches[0]
+	delete(set.m, w.done)
+	if set.last == w {
+		set.last = nil
+	}
 	kids := w.kids
 	w.kids = nil
 	s.mu.Unlock()
@@ -156,13 +165,22 @@ func (w *parentWatch) fire() {
 	}
 }
 
-// remove takes c out of w's kids, unless the parent ended (then fire has
-// taken or will take c's stop) or c left already.
-func (w *parentWatch) remove(c *deadlineCtx) {
-	s := w.s
+// leaveWatch takes c, which joined its shard's watch of its parent, out
+// of the watch's kids, unless the parent ended (then fire has taken or
+// will take c's stop). The watch is the one under the parent's Done
+// channel: while c is among its kids no sweep drops it, and a watch made
+// after the parent ended does not hold c.
+func (c *deadlineCtx) leaveWatch() {
+	done := c.parent.Done()
+	s := c.t.home()
 	s.lock()
 	defer s.mu.Unlock()
-	if w.ended || int(c.widx) >= len(w.kids) || w.kids[c.widx] != c {
+	set := &s.watches[0]
+	w := set.last
+	if w == nil || w.done != done {
+		w = set.m[done]
+	}
+	if w == nil || w.ended || int(c.widx) >= len(w.kids) || w.kids[c.widx] != c {
 		return
 	}
 	last := len(w.kids) - 1
@@ -204,6 +222,9 @@ func sweepAfterGC(ws weak.Pointer[shard]) {
 			}
 			w.ended = true
 			delete(set.m, done)
+			if set.last == w {
+				set.last = nil
+			}
 			drop = append(drop, w)
 		}
 		set.seen = [seenHints][2]<-chan struct{}{}
