@@ -372,3 +372,55 @@ func TestIdleBucket_EitherListKeepsItsBucket(t *testing.T) {
 		mustCheck(t, h)
 	}
 }
+
+// BenchmarkIdleBucketSetIdle: SetIdle of a conn alone in its bucket takes
+// it out, which drops the bucket (its timer stopped, it becomes the spare),
+// and files it in a new one (the spare, armed again): a bucket dropped and
+// made per op.
+func BenchmarkIdleBucketSetIdle(b *testing.B) {
+	for _, kind := range []string{"plain", "ext"} {
+		b.Run("conn="+kind, func(b *testing.B) {
+			h, _ := newFake(b, WithShards(1))
+			opt := OnReadIdle(func(net.Conn) {})
+			if kind == "ext" {
+				opt = OnWriteIdle(time.Hour, func(net.Conn) {})
+			}
+			c := h.IdleConn(&nopConn{}, time.Minute, opt).(IdleControl)
+			b.ReportAllocs()
+			d := time.Minute
+			for b.Loop() {
+				d ^= time.Second // another bucket each time
+				c.SetIdle(d)
+			}
+		})
+	}
+}
+
+// BenchmarkIdleBucketWrapClose: wrapping a conn whose event falls in a
+// tick of its own makes a bucket, and closing it drops the bucket.
+func BenchmarkIdleBucketWrapClose(b *testing.B) {
+	h, _ := newFake(b, WithShards(1))
+	opt := OnReadIdle(func(net.Conn) {})
+	nc := &nopConn{}
+	b.ReportAllocs()
+	for b.Loop() {
+		h.IdleConn(nc, time.Minute, opt).Close()
+	}
+}
+
+// BenchmarkIdleBucketFire: 1,000 conns whose read-idle events come every
+// 1 to 100 ms, over a millisecond tick; each op is an Advance by a tick,
+// which fires a bucket, runs its conns' events and files them again, in
+// new buckets or ones already made.
+func BenchmarkIdleBucketFire(b *testing.B) {
+	h, clk := newFake(b, WithShards(1), WithTick(time.Millisecond))
+	opt := OnReadIdle(func(net.Conn) {})
+	for i := range 1000 {
+		h.IdleConn(&nopConn{}, time.Duration(1+i%100)*time.Millisecond, opt)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		clk.Add(time.Millisecond)
+		h.Advance()
+	}
+}
