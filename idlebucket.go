@@ -30,7 +30,7 @@ import (
 // the groups in turn (an accept loop wraps every conn on one goroutine,
 // and Reads and Writes take no lock, so there is no processor to be close
 // to), and a group's buckets' timers are in its shard. A group's lock
-// guards its map and every list link of its conns; it is taken when a conn
+// guards its maps and every list link of its conns; it is taken when a conn
 // is wrapped, filed again, resumed or closed, never by Read, Write or
 // Pause. A group's lock is taken before a shard's.
 
@@ -145,7 +145,7 @@ func (g *idleGroup) newBucketLocked(key bucketKey, at int64) *idleBucket {
 	return b
 }
 
-// dropLocked takes b, empty, out of g's map and stops its timer; if that
+// dropLocked takes b, empty, out of g's maps and stops its timer; if that
 // stopped it (its callback has not started), b becomes the spare. g.mu
 // must be held.
 func (g *idleGroup) dropLocked(b *idleBucket) {
@@ -210,7 +210,7 @@ func unlinkLocked[X connExtra](g *idleGroup, c *eventConn[X]) {
 	}
 	prev.next, next.prev = next, prev
 	c.prev, c.next = nil, nil
-	if prev == next { // in a circular list, only its head is left
+	if prev == next { // c's neighbours are one node: the list's head, alone
 		if b := bucketOf(g, prev); b != nil && b.empty() {
 			g.dropLocked(b)
 		}
