@@ -30,7 +30,7 @@ import (
 // the groups in turn (an accept loop wraps every conn on one goroutine,
 // and Reads and Writes take no lock, so there is no processor to be close
 // to), and a group's buckets' timers are in its shard. A group's lock
-// guards its map and every list link of its conns; it is taken when a conn
+// guards its maps and every list link of its conns; it is taken when a conn
 // is wrapped, filed again, resumed or closed, never by Read, Write or
 // Pause. A group's lock is taken before a shard's.
 
@@ -45,12 +45,18 @@ type idleGroup struct {
 	mu      sync.Mutex
 	sh      *shard
 	buckets map[bucketKey]*idleBucket
+	// plainHeads and extHeads map the list heads of each bucket in
+	// buckets to it, and hold nothing else: a conn unlinked from a list
+	// left empty finds there the bucket to drop (a head is a pure
+	// sentinel, with nothing of its bucket in it).
+	plainHeads map[*eventConn[noExtra]]*idleBucket
+	extHeads   map[*eventConn[lifeExtra]]*idleBucket
 	// spare is a bucket whose timer is unarmed (stopped, or fired and
 	// done), kept for the next bucket made: a conn that is paused and
 	// resumed, or moved by SetIdle, empties its bucket and makes one at
 	// once, and allocates nothing so.
 	spare *idleBucket
-	_     [32]byte // off the next group's cache line
+	_     [16]byte // 64 bytes: off the next group's cache line
 }
 
 // bucketKey names a bucket of a group: the span of ticks [j<<level,
@@ -61,10 +67,10 @@ type bucketKey struct {
 }
 
 // idleBucket holds two lists of conns, one per extension (eventConn's X),
-// each headed by a sentinel, and the timer that fires for them. A head's
-// home is sentinelHome; its idle holds the bucket's j and its state the
-// level, so that a conn unlinked from a list left empty finds its bucket
-// in the map.
+// and the timer that fires for them. Each list is circular and headed by a
+// sentinel, an eventConn that is never handed out and of which only prev
+// and next are used, as container/list's root Element; the group's head
+// maps lead from a head back to its bucket.
 type idleBucket struct {
 	plain eventConn[noExtra]
 	ext   eventConn[lifeExtra]
@@ -73,9 +79,6 @@ type idleBucket struct {
 	tick  int64 // the tick its timer fires at
 	g     *idleGroup
 }
-
-// sentinelHome marks a list's head among its conns.
-const sentinelHome = math.MaxUint32
 
 // fineTicks is how far, in ticks, a bucket spans a single tick.
 const fineTicks = 64
@@ -89,6 +92,8 @@ func (h *Hierarchy) idleWheel() *idleWheel {
 	for i := range w.groups {
 		w.groups[i].sh = h.shards[i]
 		w.groups[i].buckets = make(map[bucketKey]*idleBucket)
+		w.groups[i].plainHeads = make(map[*eventConn[noExtra]]*idleBucket)
+		w.groups[i].extHeads = make(map[*eventConn[lifeExtra]]*idleBucket)
 	}
 	if !h.idleW.CompareAndSwap(nil, w) {
 		return h.idleW.Load()
@@ -108,13 +113,12 @@ func headOf[X connExtra](b *idleBucket) *eventConn[X] {
 }
 
 // bucketOf returns the bucket whose list head is head, if it is still in
-// g's map (a bucket whose timer fired has left it).
+// g's map (a bucket whose timer fired has left it). g.mu must be held.
 func bucketOf[X connExtra](g *idleGroup, head *eventConn[X]) *idleBucket {
-	key := bucketKey{level: uint8(head.state.Load()), j: head.idle.Load()}
-	if b := g.buckets[key]; b != nil && headOf[X](b) == head {
-		return b
+	if h, ok := any(head).(*eventConn[noExtra]); ok {
+		return g.plainHeads[h]
 	}
-	return nil
+	return g.extHeads[any(head).(*eventConn[lifeExtra])]
 }
 
 func (b *idleBucket) empty() bool {
@@ -129,29 +133,34 @@ func (g *idleGroup) newBucketLocked(key bucketKey, at int64) *idleBucket {
 		g.spare = nil
 	} else {
 		b = &idleBucket{g: g}
-		b.plain.home, b.ext.home = sentinelHome, sentinelHome
 		b.plain.next, b.plain.prev = &b.plain, &b.plain
 		b.ext.next, b.ext.prev = &b.ext, &b.ext
 		b.t.initOnShard(g.sh, b.fire) // the group's shard, not the processor's
 	}
 	b.key, b.tick = key, at
-	b.plain.state.Store(uint32(key.level))
-	b.plain.idle.Store(key.j)
-	b.ext.state.Store(uint32(key.level))
-	b.ext.idle.Store(key.j)
 	g.buckets[key] = b
+	g.plainHeads[&b.plain] = b
+	g.extHeads[&b.ext] = b
 	b.t.armAt(g.sh.h.tickNanos(at))
 	return b
 }
 
-// dropLocked takes b, empty, out of g's map and stops its timer; if that
+// dropLocked takes b, empty, out of g's maps and stops its timer; if that
 // stopped it (its callback has not started), b becomes the spare. g.mu
 // must be held.
 func (g *idleGroup) dropLocked(b *idleBucket) {
-	delete(g.buckets, b.key)
+	g.forgetLocked(b)
 	if b.t.Stop() && g.spare == nil {
 		g.spare = b
 	}
+}
+
+// forgetLocked takes b out of g's map and its heads out of the head maps.
+// g.mu must be held.
+func (g *idleGroup) forgetLocked(b *idleBucket) {
+	delete(g.buckets, b.key)
+	delete(g.plainHeads, &b.plain)
+	delete(g.extHeads, &b.ext)
 }
 
 // fileLocked puts c in the bucket of its next event, unless c is closed;
@@ -201,7 +210,7 @@ func unlinkLocked[X connExtra](g *idleGroup, c *eventConn[X]) {
 	}
 	prev.next, next.prev = next, prev
 	c.prev, c.next = nil, nil
-	if prev == next && prev.home == sentinelHome {
+	if prev == next { // c's neighbours are one node: the list's head, alone
 		if b := bucketOf(g, prev); b != nil && b.empty() {
 			g.dropLocked(b)
 		}
@@ -220,7 +229,7 @@ func (b *idleBucket) fire() {
 	g := b.g
 	g.mu.Lock()
 	if g.buckets[b.key] == b {
-		delete(g.buckets, b.key)
+		g.forgetLocked(b)
 	}
 	at := min(g.sh.h.tickNanos(b.tick), g.sh.h.elapsed())
 	done := false

@@ -1,6 +1,7 @@
 package timingwheel
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"runtime"
@@ -236,4 +237,190 @@ func TestIdleBucket_DeadlineStaysAtTheIdleClose(t *testing.T) {
 	assert.Equal(t, want, c.(interface{ IdleDeadline() time.Time }).IdleDeadline(), "IdleDeadline moved after the idle close")
 	assert.Equal(t, 0, h.Len())
 	mustCheck(t, h)
+}
+
+// The tests below pin the buckets' list heads: sentinels of which only the
+// links are used, with a bucket found from its head through the group's
+// head maps.
+
+// TestIdleBucket_GroupIs64Bytes: the head maps fit in the group's 64 bytes,
+// so that the groups of a hierarchy stay one cache line apart.
+func TestIdleBucket_GroupIs64Bytes(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("sizes are pinned for 64-bit platforms")
+	}
+	assert.EqualValues(t, 64, unsafe.Sizeof(idleGroup{}))
+}
+
+// headContents names what head holds beyond its links (no conn, policy,
+// marks, idle, state, group or extension), and says whether it is
+// unlinked.
+func headContents[X connExtra](head *eventConn[X]) []string {
+	var held []string
+	add := func(name string, v any, zero bool) {
+		if !zero {
+			held = append(held, fmt.Sprintf("%s %v", name, v))
+		}
+	}
+	add("conn", head.Conn, head.Conn == nil)
+	add("policy", head.p, head.p == nil)
+	add("mark", head.mark.v.Load(), head.mark.v.Load() == 0)
+	add("idle", head.idle.Load(), head.idle.Load() == 0)
+	add("state", head.state.Load(), head.state.Load() == 0)
+	add("home", head.home, head.home == 0)
+	if e := head.ext(); e != nil {
+		add("write mark", e.write.v.Load(), e.write.v.Load() == 0)
+		add("lifetime end", e.lifeEnd, e.lifeEnd == 0)
+	}
+	add("no links", nil, head.next != nil && head.prev != nil)
+	return held
+}
+
+// assertBareHeads checks the heads of every bucket of g, and of its spare,
+// up to the first that holds something.
+func assertBareHeads(t *testing.T, when string, g *idleGroup) {
+	t.Helper()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	bs := make([]*idleBucket, 0, len(g.buckets)+1)
+	for _, b := range g.buckets {
+		bs = append(bs, b)
+	}
+	if g.spare != nil {
+		bs = append(bs, g.spare)
+	}
+	for _, b := range bs {
+		if !assert.Empty(t, headContents(&b.plain), "%s, bucket %v: its plain list's head holds more than links", when, b.key) ||
+			!assert.Empty(t, headContents(&b.ext), "%s, bucket %v: its extended list's head holds more than links", when, b.key) {
+			return
+		}
+	}
+}
+
+// TestIdleBucket_HeadsHoldOnlyLinks: whatever a bucket's span (one tick
+// near, 2^level ticks far) and through filing, SetIdle, Close and firing,
+// its list heads hold nothing of the bucket, and the conns still find and
+// drop their buckets.
+func TestIdleBucket_HeadsHoldOnlyLinks(t *testing.T) {
+	h, clk := newFake(t, WithShards(1), WithTick(time.Millisecond))
+	f := func(net.Conn) {}
+	var conns []net.Conn
+	for i := range 40 {
+		idle := time.Duration(1+i%7) * 10 * time.Millisecond // near: one-tick buckets
+		if i%2 == 0 {
+			idle = time.Duration(1+i) * time.Hour // far: coarse buckets
+		}
+		if i%3 == 0 {
+			conns = append(conns, h.IdleConn(&nopConn{}, idle, OnReadIdle(f)))
+		} else {
+			conns = append(conns, h.IdleConn(&nopConn{}, idle, OnWriteIdle(idle/2, f)))
+		}
+	}
+	g := &h.idleW.Load().groups[0]
+	require.NotEmpty(t, g.buckets)
+	levels := map[uint8]bool{}
+	for key := range g.buckets {
+		levels[key.level] = true
+	}
+	require.True(t, levels[0] && len(levels) > 1, "the test wants both near and far buckets: %v", levels)
+	assertBareHeads(t, "wrapped", g)
+	mustCheck(t, h)
+	for i, c := range conns {
+		if i%4 == 1 {
+			c.(IdleControl).SetIdle(time.Duration(2+i) * time.Minute)
+		}
+	}
+	assertBareHeads(t, "after SetIdle", g)
+	mustCheck(t, h)
+	for range 50 {
+		clk.Add(10 * time.Millisecond)
+		h.Advance()
+	}
+	assertBareHeads(t, "after firing", g)
+	mustCheck(t, h)
+	for _, c := range conns {
+		require.NoError(t, c.Close())
+	}
+	assertBareHeads(t, "closed", g)
+	assert.Equal(t, 0, h.Len(), "a Close that emptied a bucket left its timer armed")
+	assert.Empty(t, g.buckets)
+	assert.Empty(t, g.plainHeads, "the head maps keep a dropped bucket")
+	assert.Empty(t, g.extHeads, "the head maps keep a dropped bucket")
+	mustCheck(t, h)
+}
+
+// TestIdleBucket_EitherListKeepsItsBucket: conns with and without the
+// extension whose events fall in one tick share a bucket, one in each of
+// its lists; the bucket is dropped when both lists are empty, whichever
+// empties first.
+func TestIdleBucket_EitherListKeepsItsBucket(t *testing.T) {
+	f := func(net.Conn) {}
+	for _, plainFirst := range []bool{true, false} {
+		h, _ := newFake(t, WithShards(1))
+		plain := h.IdleConn(&nopConn{}, time.Second, OnReadIdle(f))
+		ext := h.IdleConn(&nopConn{}, time.Second, MaxLifetime(time.Hour))
+		require.Equal(t, 1, h.Len(), "two conns due on one tick, two timers")
+		first, second := ext, plain
+		if plainFirst {
+			first, second = plain, ext
+		}
+		require.NoError(t, first.Close())
+		assert.Equal(t, 1, h.Len(), "plain first %v: the bucket was dropped with conns in its other list", plainFirst)
+		mustCheck(t, h)
+		require.NoError(t, second.Close())
+		assert.Equal(t, 0, h.Len(), "plain first %v: the bucket outlived its conns", plainFirst)
+		mustCheck(t, h)
+	}
+}
+
+// BenchmarkIdleBucketSetIdle: SetIdle of a conn alone in its bucket takes
+// it out, which drops the bucket (its timer stopped, it becomes the spare),
+// and files it in a new one (the spare, armed again): a bucket dropped and
+// made per op.
+func BenchmarkIdleBucketSetIdle(b *testing.B) {
+	for _, kind := range []string{"plain", "ext"} {
+		b.Run("conn="+kind, func(b *testing.B) {
+			h, _ := newFake(b, WithShards(1))
+			opt := OnReadIdle(func(net.Conn) {})
+			if kind == "ext" {
+				opt = OnWriteIdle(time.Hour, func(net.Conn) {})
+			}
+			c := h.IdleConn(&nopConn{}, time.Minute, opt).(IdleControl)
+			b.ReportAllocs()
+			d := time.Minute
+			for b.Loop() {
+				d ^= time.Second // another bucket each time
+				c.SetIdle(d)
+			}
+		})
+	}
+}
+
+// BenchmarkIdleBucketWrapClose: wrapping a conn whose event falls in a
+// tick of its own makes a bucket, and closing it drops the bucket.
+func BenchmarkIdleBucketWrapClose(b *testing.B) {
+	h, _ := newFake(b, WithShards(1))
+	opt := OnReadIdle(func(net.Conn) {})
+	nc := &nopConn{}
+	b.ReportAllocs()
+	for b.Loop() {
+		h.IdleConn(nc, time.Minute, opt).Close()
+	}
+}
+
+// BenchmarkIdleBucketFire: 1,000 conns whose read-idle events come every
+// 1 to 100 ms, over a millisecond tick; each op is an Advance by a tick,
+// which fires a bucket, runs its conns' events and files them again, in
+// new buckets or ones already made.
+func BenchmarkIdleBucketFire(b *testing.B) {
+	h, clk := newFake(b, WithShards(1), WithTick(time.Millisecond))
+	opt := OnReadIdle(func(net.Conn) {})
+	for i := range 1000 {
+		h.IdleConn(&nopConn{}, time.Duration(1+i%100)*time.Millisecond, opt)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		clk.Add(time.Millisecond)
+		h.Advance()
+	}
 }

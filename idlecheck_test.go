@@ -2,7 +2,8 @@ package timingwheel
 
 import "fmt"
 
-// check verifies an idle group's invariants (outside callbacks): every
+// check verifies an idle group's invariants (outside callbacks): its head
+// maps hold the heads of the buckets in its map and no others; every
 // bucket in its map has an armed timer in the group's shard and lists of
 // at least one conn, well linked; each conn is of this group, open, and
 // filed no later than its next event's tick; the spare bucket's timer is
@@ -13,9 +14,12 @@ func (g *idleGroup) check(h *Hierarchy, idx int) error {
 	if g.sh != h.shards[idx] {
 		return fmt.Errorf("its shard is not shard %d", idx)
 	}
+	if len(g.plainHeads) != len(g.buckets) || len(g.extHeads) != len(g.buckets) {
+		return fmt.Errorf("the head maps hold %d and %d heads for %d buckets", len(g.plainHeads), len(g.extHeads), len(g.buckets))
+	}
 	for key, b := range g.buckets {
-		if b.key != key || b.g != g || b.plain.home != sentinelHome || b.ext.home != sentinelHome {
-			return fmt.Errorf("bucket %v: filed under another key, group or head", key)
+		if b.key != key || b.g != g {
+			return fmt.Errorf("bucket %v: filed under another key or group", key)
 		}
 		if bucketOf(g, &b.plain) != b || bucketOf(g, &b.ext) != b {
 			return fmt.Errorf("bucket %v: its heads do not name it", key)

@@ -163,7 +163,7 @@ type eventConn[X connExtra] struct {
 	idle       atomic.Int64  // ns; SetIdle changes it
 	prev, next *eventConn[X] // in a bucket's list, guarded by the group's lock; nil: in none
 	state      atomic.Uint32 // idleTimedOut | idleClosed | ..., plus idleWriter per Write
-	home       uint32        // the conn's group (shard index); sentinelHome for a list's head
+	home       uint32        // the conn's group (shard index)
 }
 
 // connExtra is the set of eventConn's extensions.
