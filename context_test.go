@@ -19,6 +19,7 @@ import (
 	"testing/synctest"
 	"time"
 	"unsafe"
+	"weak"
 
 	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/assert"
@@ -31,10 +32,21 @@ func isDeadlineCtxAt(ctx context.Context) bool {
 	return ok
 }
 
-// dataWord returns the data word of an interface value: for a pointer, the
-// pointer (tests take a weak pointer to a parent of package context with it).
-func dataWord(c context.Context) unsafe.Pointer {
-	return (*[2]unsafe.Pointer)(unsafe.Pointer(&c))[1]
+// parentMarker is what watchedParent's parent alone holds: large enough
+// not to share a tiny-allocator block with other objects, so a weak pointer
+// to it is nil once it is unreachable.
+type parentMarker struct{ _ [64]byte }
+
+// watchedParent returns a cancellable context of package context under base,
+// and a weak pointer to a marker that only the parent holds (through a
+// context.WithValue between base and it): once the marker is freed, so is
+// the parent, which holds it.
+func watchedParent(base context.Context) (context.Context, context.CancelFunc, weak.Pointer[parentMarker]) {
+	type markerKey struct{}
+	m := new(parentMarker)
+	freed := weak.Make(m)
+	parent, cancel := context.WithCancel(context.WithValue(base, markerKey{}, m))
+	return parent, cancel, freed
 }
 
 // isDone reports whether ctx's Done channel is closed, without waiting.

@@ -156,11 +156,10 @@ func TestParentWatch_KeepsNoParentAlive(t *testing.T) {
 	h, _ := newFake(t, WithShards(1))
 	require.Zero(t, settleWatches(0), "watches of earlier tests left")
 	const before = 0
-	parent, pcancel := context.WithCancel(context.Background())
+	parent, pcancel, freed := watchedParent(context.Background())
 	_ = pcancel // dropped, never called: the parent is garbage once unreachable
 	makeWatch(h, parent)
 	require.Equal(t, before+1, liveWatches(), "no watch made for the parent")
-	freed := weak.Make((*byte)(dataWord(parent))) // the parent's cancelCtx
 	parent, pcancel = nil, nil
 	assert.True(t, waitFreed(freed), "dropped parent not freed: the hierarchy keeps it")
 	runtime.KeepAlive(h)
@@ -296,10 +295,9 @@ func TestParentWatch_EndedParentFreedByNextCollection(t *testing.T) {
 	h, _ := newFake(t, WithShards(1))
 	require.Zero(t, settleWatches(0), "watches of earlier tests left")
 	const before = 0
-	parent, pcancel := context.WithCancel(context.Background())
+	parent, pcancel, freed := watchedParent(context.Background())
 	makeWatch(h, parent)
 	require.Equal(t, before+1, liveWatches(), "no watch made for the parent")
-	freed := weak.Make((*byte)(dataWord(parent)))
 	pcancel()
 	// Wait for the end with no collection, which would clear the table's
 	// strong holds anyway.
@@ -410,7 +408,7 @@ func TestParentWatch_LoneContextKeepsNoParentAlive(t *testing.T) {
 		type key struct{}
 		big := new([1 << 16]byte)
 		bigFreed := weak.Make(big)
-		parent, pcancel := context.WithCancel(context.WithValue(context.Background(), key{}, big))
+		parent, pcancel, freed := watchedParent(context.WithValue(context.Background(), key{}, big))
 		big = nil
 		c, cancel := h.WithTimeout(parent, time.Hour)
 		c.Done() // waits: registers on its own, notes the parent as seen
@@ -418,7 +416,6 @@ func TestParentWatch_LoneContextKeepsNoParentAlive(t *testing.T) {
 		if ended {
 			pcancel()
 		}
-		freed := weak.Make((*byte)(dataWord(parent)))
 		parent, pcancel, c, cancel = nil, nil, nil, nil
 		goroutinesSettle()
 		assert.True(t, waitFreed(freed), "ended=%v: parent kept alive by the hierarchy (watchSet.seen)", ended)

@@ -20,7 +20,7 @@ import (
 // One test per guarantee of docs/guarantees.md, numbered in its order, then the slot and level
 // arithmetic at every boundary, tiny layouts, concurrency and the driver.
 
-func TestGuarantee1_NeverEarlyAtMostOneTickLate(t *testing.T) {
+func TestFiring_NeverEarlyAtMostOneTickLate(t *testing.T) {
 	// Step table: tick 10ms. A deadline is due at the first tick at or after
 	// it; Advance at clock time T fires exactly the timers due by T.
 	h, clk := newFake(t, WithTick(10*time.Millisecond))
@@ -57,7 +57,7 @@ func TestGuarantee1_NeverEarlyAtMostOneTickLate(t *testing.T) {
 	assert.Equal(t, 0, h.Len())
 }
 
-func TestGuarantee1_PastDeadlineFiresOnNextAdvanceNotInCall(t *testing.T) {
+func TestFiring_PastDeadlineFiresOnNextAdvanceNotInCall(t *testing.T) {
 	h, mock := newMock(t)
 	var r recorder
 	tm := h.AtFunc(mock.Now().Add(-time.Second), r.fn("at"))
@@ -68,7 +68,7 @@ func TestGuarantee1_PastDeadlineFiresOnNextAdvanceNotInCall(t *testing.T) {
 	assert.ElementsMatch(t, []string{"at", "after"}, r.take())
 }
 
-func TestGuarantee2_PrecisionDoesNotDependOnDistance(t *testing.T) {
+func TestPrecision_DoesNotDependOnDistance(t *testing.T) {
 	day := 24 * time.Hour
 	for _, d := range []time.Duration{
 		time.Millisecond, time.Second + time.Millisecond, time.Hour + 7*time.Millisecond,
@@ -98,7 +98,7 @@ func TestGuarantee2_PrecisionDoesNotDependOnDistance(t *testing.T) {
 	}
 }
 
-func TestGuarantee2_LargestDurationDoesNotOverflow(t *testing.T) {
+func TestPrecision_LargestDurationDoesNotOverflow(t *testing.T) {
 	h, clk := newFake(t)
 	fired := false
 	var tm, at *Timer
@@ -118,7 +118,7 @@ func TestGuarantee2_LargestDurationDoesNotOverflow(t *testing.T) {
 	assert.True(t, at.Stop())
 }
 
-func TestGuarantee3_Order(t *testing.T) {
+func TestOrder_CallbacksRunInDeadlineOrderThroughEveryLevel(t *testing.T) {
 	h, clk := newFake(t, WithLevels(10, 10, 10)) // cascades through every level
 	r := rand.New(rand.NewPCG(3, 3))
 	var got []time.Duration
@@ -143,7 +143,7 @@ func TestGuarantee3_Order(t *testing.T) {
 	}
 }
 
-func TestGuarantee4_ExactlyOnce(t *testing.T) {
+func TestExactlyOnce_FiredOrStoppedNeverBoth(t *testing.T) {
 	h, clk := newFake(t)
 	var r recorder
 
@@ -180,7 +180,7 @@ func TestGuarantee4_ExactlyOnce(t *testing.T) {
 	assert.Equal(t, 1, h.Len(), "c is armed an hour out")
 }
 
-func TestGuarantee4_StopTrueAfterCollection(t *testing.T) {
+func TestExactlyOnce_StopTrueAfterCollection(t *testing.T) {
 	// Many timers in one tick; the first to run stops every other one. All
 	// those Stops return true and none of those timers fire.
 	h, clk := newFake(t)
@@ -210,7 +210,7 @@ func TestGuarantee4_StopTrueAfterCollection(t *testing.T) {
 	mustCheck(t, h)
 }
 
-func TestGuarantee4_ResetAfterFireArmsAgain(t *testing.T) {
+func TestExactlyOnce_ResetAfterFireArmsAgain(t *testing.T) {
 	h, clk := newFake(t)
 	n := 0
 	tm := h.AfterFunc(time.Millisecond, func() { n++ })
@@ -226,7 +226,7 @@ func TestGuarantee4_ResetAfterFireArmsAgain(t *testing.T) {
 	assert.Equal(t, 2, n)
 }
 
-func TestGuarantee5_CallbacksAreFreeToCallBack(t *testing.T) {
+func TestCallback_FreeToCallBack(t *testing.T) {
 	h, clk := newFake(t)
 	set := NewTimeouts(h, func(string) {})
 	var r recorder
@@ -272,7 +272,7 @@ func filter(got []string, prefix string) []string {
 	return out
 }
 
-func TestGuarantee5_SelfRearmForNowDoesNotSpin(t *testing.T) {
+func TestCallback_SelfRearmForNowDoesNotSpin(t *testing.T) {
 	// A callback that re-arms itself for "now" fires once per Advance; the
 	// Advance returns.
 	h, _ := newFake(t)
@@ -285,13 +285,13 @@ func TestGuarantee5_SelfRearmForNowDoesNotSpin(t *testing.T) {
 	assert.True(t, tm.Stop())
 }
 
-func TestGuarantee5_StopWithoutDriverReturnsAtOnce(t *testing.T) {
+func TestStop_WithoutDriverReturnsAtOnce(t *testing.T) {
 	h, _ := newFake(t)
 	stopWithin(t, h, "never started")
 	stopWithin(t, h, "never started, a second time")
 }
 
-func TestGuarantee6_ClockAnomalies(t *testing.T) {
+func TestClock_BackwardStepsAndForwardJumps(t *testing.T) {
 	h, clk := newFake(t)
 	origin := clk.Now()
 	var r recorder
@@ -327,7 +327,7 @@ func TestGuarantee6_ClockAnomalies(t *testing.T) {
 	mustCheck(t, h)
 }
 
-func TestGuarantee7_O1(t *testing.T) {
+func TestConstantCost_NoAllocationToRearmAndOneToArm(t *testing.T) {
 	h, clk := newFake(t)
 	f := func() {}
 	for range 1000 {
@@ -393,7 +393,7 @@ func TestNext_IsTheEarliestDeadline(t *testing.T) {
 	assert.Equal(t, time.Second, next.Sub(origin))
 }
 
-func TestGuarantee8_DeterministicWithMock(t *testing.T) {
+func TestDeterministic_WithMock(t *testing.T) {
 	h, mock := newMock(t)
 	var r recorder
 	h.AfterFunc(25*time.Millisecond, r.fn("a"))
@@ -406,7 +406,7 @@ func TestGuarantee8_DeterministicWithMock(t *testing.T) {
 	assert.Equal(t, []string{"b"}, r.take())
 }
 
-func TestGuarantee8_DeterministicInSynctest(t *testing.T) {
+func TestDeterministic_InSynctest(t *testing.T) {
 	inBubble(t, "four timers with the driver", func(t *testing.T) {
 		h, err := New(WithTick(10 * time.Millisecond)) // the real clock, fake time
 		require.NoError(t, err)
@@ -519,7 +519,7 @@ func TestDriver_StartStopRestart(t *testing.T) {
 	})
 }
 
-func TestGuarantee9_BadInput(t *testing.T) {
+func TestBadInput_PanicsWithClearMessages(t *testing.T) {
 	h, _ := newFake(t)
 	assert.PanicsWithValue(t, "timingwheel: AfterFunc called with a nil func", func() { h.AfterFunc(time.Second, nil) })
 	assert.PanicsWithValue(t, "timingwheel: AtFunc called with a nil func", func() { h.AtFunc(time.Now(), nil) })
@@ -552,7 +552,7 @@ func TestGuarantee9_BadInput(t *testing.T) {
 	}
 }
 
-func TestGuarantee9_PanicInCallback(t *testing.T) {
+func TestBadInput_PanicInCallbackLeavesTheRestToRun(t *testing.T) {
 	h, clk := newFake(t)
 	var r recorder
 	h.AfterFunc(time.Millisecond, r.fn("before"))
@@ -825,9 +825,9 @@ func TestLatenessUnderLoad(t *testing.T) {
 		n, late[n/2], late[n*99/100], late[n-1])
 }
 
-// TestGuarantee3_OrderAfterRecoveredPanic: what a panicking callback left
+// TestOrder_KeptAfterRecoveredPanic: what a panicking callback left
 // unrun is kept in order with timers armed before the next Advance.
-func TestGuarantee3_OrderAfterRecoveredPanic(t *testing.T) {
+func TestOrder_KeptAfterRecoveredPanic(t *testing.T) {
 	h, clk := newFake(t)
 	origin := clk.Now()
 	var r recorder
@@ -850,10 +850,10 @@ func TestGuarantee3_OrderAfterRecoveredPanic(t *testing.T) {
 	mustCheck(t, h)
 }
 
-// TestGuarantee7_PastDeadlinesInAnyOrderAreO1 arms many timers with past
+// TestConstantCost_PastDeadlinesInAnyOrder arms many timers with past
 // deadlines in decreasing order (the worst case for a sorted insert); they
 // must still fire in order.
-func TestGuarantee7_PastDeadlinesInAnyOrderAreO1(t *testing.T) {
+func TestConstantCost_PastDeadlinesInAnyOrder(t *testing.T) {
 	h, clk := newFake(t)
 	clk.Add(time.Hour)
 	advanceWithin(t, h, "an hour")
@@ -871,11 +871,11 @@ func TestGuarantee7_PastDeadlinesInAnyOrderAreO1(t *testing.T) {
 	assert.True(t, slices.IsSortedFunc(got, func(a, b time.Time) int { return a.Compare(b) }))
 }
 
-// TestGuarantee2_EndOfTime: a deadline past the largest Duration from the
+// TestPrecision_DeadlinePastEndOfTimeNeverFires: a deadline past the largest Duration from the
 // origin saturates there; it never fires (firing it at the saturated time
 // would be early), Next does not offer it, and the driver does not spin on
 // it once the clock is past that point.
-func TestGuarantee2_EndOfTime(t *testing.T) {
+func TestPrecision_DeadlinePastEndOfTimeNeverFires(t *testing.T) {
 	for _, tick := range []time.Duration{time.Nanosecond, time.Millisecond} {
 		t.Run(tick.String(), func(t *testing.T) {
 			h, mock := newMock(t, WithTick(tick))
@@ -925,10 +925,10 @@ func TestNew_NilMockClock(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidConfig)
 }
 
-// TestGuarantee5_SelfRearmForNowRunsOncePerAdvance: a callback that re-arms its
+// TestCallback_SelfRearmForNowRunsOncePerAdvance: a callback that re-arms its
 // timer for "now" (here at most 5 times) fires once per Advance: the
 // re-arming waits for the next Advance, in its own shard and in another.
-func TestGuarantee5_SelfRearmForNowRunsOncePerAdvance(t *testing.T) {
+func TestCallback_SelfRearmForNowRunsOncePerAdvance(t *testing.T) {
 	for _, shards := range []int{1, 2} {
 		h, clk := newFake(t, WithShards(shards))
 		roundRobin(h)

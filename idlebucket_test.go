@@ -117,9 +117,9 @@ func TestIdleBucket_PolicySharedByPointer(t *testing.T) {
 	mustCheck(t, h)
 }
 
-// TestIdleBucket_CacheKeepsNoReference: the config cache holds no reference
+// TestIdleBucket_ClosedConnKeepsNoFunctionAlive: the idle layer holds no reference
 // to a closed conn's functions, nor so to what they capture.
-func TestIdleBucket_CacheKeepsNoReference(t *testing.T) {
+func TestIdleBucket_ClosedConnKeepsNoFunctionAlive(t *testing.T) {
 	h, _ := newFake(t)
 	type state struct{ pings int }
 	s := &state{}

@@ -16,7 +16,7 @@ import (
 // Reset(0), ResetAt or Timeouts.Add, and an Advance before that boundary
 // does not run it; one before that tick runs on the next Advance. Deadline
 // returns each deadline exactly as asked.
-func TestGuarantee1_PastDeadlineBetweenTicks(t *testing.T) {
+func TestFiring_PastDeadlineBetweenTicks(t *testing.T) {
 	mock := clock.NewMock()
 	h, err := New(WithClock(mock), WithShards(2))
 	if err != nil {
