@@ -106,7 +106,7 @@ func floorDiv(a, b int64) int64 {
 // its clock: that arming must fire, or be cancelled (Stop, Remove) or
 // replaced (Reset, Add), before the Advance returns. An arming that
 // replaces it during the Advance may fire in the next one instead
-// (guarantees 1, 4 and 5).
+// ("Never early, at most one tick late", "Exactly once" and "Callbacks may call back" in docs/guarantees.md).
 type state struct {
 	armed    bool // a timer is armed, a key is in the set
 	ever     bool // armed at least once (else Timer.Deadline is the zero Time)

@@ -109,7 +109,7 @@ func TestModel_RejectsEarlyAndMissingFires(t *testing.T) {
 
 // A Reset concurrent with an Advance may be ordered after its start: the
 // Advance need not fire it. So may one that replaces a due arming the
-// Advance had found (guarantees 4 and 5: it fires in the next Advance).
+// Advance had found ("Exactly once" and "Callbacks may call back" in docs/guarantees.md: it fires in the next Advance).
 func TestModel_AcceptsResetConcurrentWithAdvance(t *testing.T) {
 	if !linearizable(t, true,
 		step{1, 1, 3, advStart(30), output{}},
