@@ -13,7 +13,8 @@ import (
 )
 
 // The saved results the tests read: bench/results holds the raw output of
-// earlier runs, cmd/report's own (latest.txt) and hand-run ones.
+// earlier runs: cmd/report's own (latest.txt, the newest; run-6e40360.txt, the
+// one these tests pin) and hand-run ones.
 const resultsDir = "../../results"
 
 func mustRead(t *testing.T, names ...string) *results {
@@ -88,7 +89,7 @@ func TestParseReadsEverySavedResultLine(t *testing.T) {
 }
 
 func TestParseKeepsTheRunsHeaderWakeupsAndSkips(t *testing.T) {
-	res := mustRead(t, "latest.txt")
+	res := mustRead(t, "run-6e40360.txt")
 	for k, v := range map[string]string{"commit": "6e40360", "rounds": "4", "benchtime": "0.5s", "duration": "12m8s", "fd-limit": "20000"} {
 		if res.meta[k] != v {
 			t.Errorf("meta %s = %q, want %q", k, res.meta[k], v)
@@ -148,7 +149,7 @@ func TestStatisticsAreBenchstats(t *testing.T) {
 		t.Errorf("cpu-ns/op: %s; benchstat prints 1127.0n ± 24%%", cpu)
 	}
 
-	res = mustRead(t, "latest.txt")
+	res = mustRead(t, "run-6e40360.txt")
 	a, b = res.get("Reset/impl=runtime/live=1000000/order=random", "2", "ns/op"), res.get("Reset/impl=wheel/live=1000000/order=random", "2", "ns/op")
 	if a.String() != "526.9 ns ±∞" || b.String() != "498.9 ns ±∞" {
 		t.Errorf("4 samples: %s and %s; benchstat prints 526.9n ± ∞ and 498.9n ± ∞", a, b)
@@ -207,7 +208,7 @@ func pageOf(t *testing.T, m meta, files ...string) (string, *doc) {
 
 func TestPageNamesTheCommitAndEveryRowHasItsInterval(t *testing.T) {
 	page, d := pageOf(t, meta{"commit": "0123456789abcdef0123456789abcdef01234567", "rounds": "6", "dirty": ""},
-		"latest.txt", "withtimeout-session10-new.txt", "idleevents-heap.txt")
+		"run-6e40360.txt", "withtimeout-session10-new.txt", "idleevents-heap.txt")
 	if !strings.Contains(page, "at commit `0123456789abcdef0123456789abcdef01234567`.") {
 		t.Error("the page does not name the commit")
 	}
@@ -287,7 +288,7 @@ func TestPageNamesTheCommitAndEveryRowHasItsInterval(t *testing.T) {
 }
 
 func TestPageListsWhereTheWheelLoses(t *testing.T) {
-	page, d := pageOf(t, nil, "latest.txt")
+	page, d := pageOf(t, nil, "run-6e40360.txt")
 	i := strings.Index(page, "## Where timingwheel costs more")
 	j := strings.Index(page[i+1:], "\n## ")
 	if i < 0 || j < 0 {
@@ -304,7 +305,7 @@ func TestPageListsWhereTheWheelLoses(t *testing.T) {
 		}
 	}
 	if n == 0 {
-		t.Fatal("latest.txt has rows where the wheel loses (ResetParallel at GOMAXPROCS=2, SlowExpiry's lag); the page found none")
+		t.Fatal("run-6e40360.txt has rows where the wheel loses (ResetParallel at GOMAXPROCS=2, SlowExpiry's lag); the page found none")
 	}
 	if !strings.Contains(page, "**A short run** (4 round(s), fewer than the 6 a confidence interval needs)") {
 		t.Error("a 4-round run does not say so at the top")
@@ -312,7 +313,7 @@ func TestPageListsWhereTheWheelLoses(t *testing.T) {
 }
 
 func TestPageSaysWhenTheTreeWasDirtyOrTheRunShort(t *testing.T) {
-	page, _ := pageOf(t, meta{"dirty": "timer.go,wheel.go", "rounds": "1", "benchtime": "100x", "groups": "single"}, "latest.txt")
+	page, _ := pageOf(t, meta{"dirty": "timer.go,wheel.go", "rounds": "1", "benchtime": "100x", "groups": "single"}, "run-6e40360.txt")
 	top, _, _ := strings.Cut(page, "## The run")
 	if !strings.Contains(top, "with uncommitted changes to timer.go, wheel.go") {
 		t.Error("a dirty tree is not said")
