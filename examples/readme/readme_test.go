@@ -95,24 +95,7 @@ func serve(ln net.Listener, idle time.Duration) error {
 }
 
 func TestServe(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- serve(ln, time.Second) }()
-	defer func() {
-		ln.Close()
-		if err := <-served; !errors.Is(err, net.ErrClosed) {
-			t.Errorf("serve returned %v, want net.ErrClosed", err)
-		}
-	}()
-
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := serveAndDial(t, "serve", func(ln net.Listener) error { return serve(ln, time.Second) })
 	// Talking keeps the connection open past the idle time...
 	for range 15 {
 		if _, err := fmt.Fprintln(c, "ping"); err != nil {
@@ -123,7 +106,7 @@ func TestServe(t *testing.T) {
 	// ... and silence gets it closed, not before the idle time.
 	quiet := time.Now()
 	c.SetReadDeadline(time.Now().Add(20 * time.Second))
-	_, err = c.Read(make([]byte, 1))
+	_, err := c.Read(make([]byte, 1))
 	if !errors.Is(err, io.EOF) {
 		t.Fatalf("read after going quiet: %v, want io.EOF (closed by the server)", err)
 	}
@@ -242,18 +225,13 @@ func TestServeIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	type result struct {
 		lines int
 		err   error
 	}
 	results := make(chan result, 1)
-	served := make(chan error, 1)
-	go func() {
-		served <- serveIdle(h, ln, time.Minute, func(c net.Conn) {
+	c := serveAndDial(t, "serveIdle", func(ln net.Listener) error {
+		return serveIdle(h, ln, time.Minute, func(c net.Conn) {
 			defer c.Close()
 			lines := bufio.NewScanner(c)
 			n := 0
@@ -263,18 +241,7 @@ func TestServeIdle(t *testing.T) {
 			}
 			results <- result{n, lines.Err()}
 		})
-	}()
-	defer func() {
-		ln.Close()
-		if err := <-served; !errors.Is(err, net.ErrClosed) {
-			t.Errorf("serveIdle returned %v, want net.ErrClosed", err)
-		}
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	})
 	c.SetDeadline(time.Now().Add(20 * time.Second)) // a watchdog: a hung read or write fails the test
 	echoes := bufio.NewReader(c)
 	talk := func(at time.Duration) {
@@ -764,4 +731,30 @@ func TestSelfReferringArmings(t *testing.T) {
 			t.Errorf("%q: %d found, want %d", src, got, want)
 		}
 	}
+}
+
+// serveAndDial runs serve on a new listener on 127.0.0.1 and returns a
+// client conn to it. At the end of the test the conn and then the listener
+// are closed, and serve (named what in the error) must have returned
+// net.ErrClosed.
+func serveAndDial(t *testing.T, what string, serve func(net.Listener) error) net.Conn {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- serve(ln) }()
+	t.Cleanup(func() {
+		ln.Close()
+		if err := <-served; !errors.Is(err, net.ErrClosed) {
+			t.Errorf("%s returned %v, want net.ErrClosed", what, err)
+		}
+	})
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
