@@ -58,7 +58,7 @@ func (h *Hierarchy) advance() int {
 		// among the overdue timers, in order; then the late arrivals.
 		for t := s.firing.next; t != &s.firing; t = s.firing.next {
 			t.unlink()
-			s.fileLateLocked(t, t.filed)
+			s.fileLateLocked(t, t.filed.Load())
 		}
 		s.mu.Unlock()
 		s.mergeLate()
@@ -117,7 +117,7 @@ func (h *Hierarchy) advanceOrdered(target, ns int64) int {
 			return ran
 		}
 		// Never back: a round can find, at a tick before the last round's,
-		// a timer filed into a shard it passed over (see armLocked).
+		// a timer filed into a shard it passed over (see fileLocked).
 		if c > h.frontier.Load() {
 			h.frontier.Store(c)
 		}

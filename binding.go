@@ -48,3 +48,11 @@ func (s *shard) bindingLocked(per int64) *binding {
 	s.periodic[per] = b
 	return b
 }
+
+// moveLaterFree reports whether a timer bound to b, once filed, may be
+// moved later without its shard's lock (see Timer.Reset): a one-shot timer
+// whose callback runs on the advancing goroutine. A periodic timer's
+// Reset makes it one-shot, and an executor timer's run may be pending:
+// both change more than the deadline, under the lock. exec is read
+// first: an executor binding's period changes in place.
+func (b *binding) moveLaterFree() bool { return !b.exec && b.period == 0 }

@@ -90,11 +90,12 @@ func (sh *shard) check() error {
 			if x.home() != sh || x.f == nil {
 				return errors.New("foreign node")
 			}
-			f := x.filed
-			if f == unarmed {
-				return fmt.Errorf("timer in a list is marked %d", f)
+			f := x.filed.Load()
+			w := x.when.Load()
+			if w == notFiled {
+				return fmt.Errorf("timer in a list is marked not filed (filed %d)", f)
 			}
-			if d := sh.h.dueTick(x.when); d < f {
+			if d := sh.h.dueTick(w); d < f {
 				return fmt.Errorf("timer due at tick %d filed later, at %d", d, f)
 			}
 			n++
@@ -134,7 +135,7 @@ func (sh *shard) check() error {
 			}
 			name := func() string { return fmt.Sprintf("level %d slot %d", i, s) }
 			err := walk(name, sent, func(t *Timer) error {
-				f := t.filed
+				f := t.filed.Load()
 				switch {
 				case f < now:
 					return fmt.Errorf("filed at tick %d, before now %d", f, now)
@@ -154,7 +155,7 @@ func (sh *shard) check() error {
 	}
 	prev := int64(minDeadline)
 	if err := walk(func() string { return "overdue" }, &h.overdue, func(t *Timer) error {
-		f := t.filed
+		f := t.filed.Load()
 		// Before now, or at now if armed by a callback of the tick now.
 		if f < prev || f > now {
 			return fmt.Errorf("filed at tick %d: unsorted (after %d) or after now %d", f, prev, now)
@@ -166,7 +167,7 @@ func (sh *shard) check() error {
 	}
 	minLate := int64(math.MaxInt64)
 	if err := walk(func() string { return "late" }, &h.late, func(t *Timer) error {
-		f := t.filed
+		f := t.filed.Load()
 		if f > now {
 			return fmt.Errorf("filed at tick %d, after now %d", f, now)
 		}
@@ -181,7 +182,7 @@ func (sh *shard) check() error {
 	// The firing list is empty between Advances, unless a callback panicked
 	// and left the rest of its batch to the next Advance.
 	if err := walk(func() string { return "firing" }, &h.firing, func(t *Timer) error {
-		if f := t.filed; f > now {
+		if f := t.filed.Load(); f > now {
 			return fmt.Errorf("filed at tick %d, after now %d", f, now)
 		}
 		return nil

@@ -56,7 +56,7 @@ func (s *shard) handOverLocked(t *Timer) {
 	if b := t.b.Load(); !b.pending {
 		t.b.Store(b.flip)
 	}
-	if t.filed == unarmed { // one-shot: its arming ends when the run starts
+	if t.when.Load() == notFiled { // one-shot: its arming ends when the run starts
 		s.hops++
 	}
 }
@@ -69,7 +69,7 @@ func (t *Timer) cancelRunLocked(s *shard) {
 		return
 	}
 	t.b.Store(b.flip)
-	if t.filed == unarmed {
+	if t.when.Load() == notFiled {
 		s.hops--
 	}
 }
@@ -87,10 +87,9 @@ func (t *Timer) runOn(pair *[2]binding) bool {
 	}
 	t.b.Store(b.flip)
 	emptied := false
-	if t.filed == unarmed { // a one-shot run: the arming ends here
+	if t.when.Load() == notFiled { // a one-shot run: the arming ends here
 		s.hops--
-		s.count--
-		s.stats.fired++
+		s.endLocked(&s.stats.fired)
 		emptied = s.count == 0
 	}
 	s.mu.Unlock()

@@ -511,3 +511,7 @@ func (r closeRace) Run(t *testing.T, h *Hierarchy) {
 	}
 	assert.Equal(t, 0, h.Len(), "timers left armed after every conn was closed")
 }
+
+// deadlineNs returns the deadline t was last armed with, in ns since its
+// hierarchy's origin.
+func (t *Timer) deadlineNs() int64 { return t.home().h.offset(t.Deadline()) }

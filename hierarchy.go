@@ -157,11 +157,10 @@ func (h *Hierarchy) arm(t *Timer, w, per int64) *Timer {
 		s = h.lockAnyShard(s)
 	}
 	t.b.Store(s.bindingLocked(per))
-	t.when = w
 	d := h.dueTick(w)
-	s.count++
-	s.stats.armed++
-	s.armLocked(t, d)
+	s.startLocked()
+	s.fileLocked(t, d, true)
+	t.when.Store(w)
 	s.mu.Unlock()
 	h.wakeFor(d)
 	return t

@@ -18,14 +18,6 @@ type hooks struct {
 	moveAlways bool
 }
 
-// testHookReset, if set by a test, runs at the start of resetTo, before
-// the shard's lock is taken.
-var testHookReset func(t *Timer)
-
-// testHookAdd, if set by a test, runs in Timeouts.add before the shard's
-// lock is taken.
-var testHookAdd func()
-
 // batchSize is the size of the batches of long work under a shard's lock
 // (see batch).
 func (h *Hierarchy) batchSize() int {

@@ -76,16 +76,14 @@ func (h *Hierarchy) nextRun(when, per, clockNs int64) int64 {
 	return nextInstant(when, per, h.tickNanos(tick))
 }
 
-// rearmPeriodicLocked arms t, a periodic timer with period per that is
-// firing now, for its next run, before its callback starts (so Stop from
-// the callback wins). clockNs is the clock reading of the Advance (see
-// nextRun). s.mu must be held.
-func (s *shard) rearmPeriodicLocked(t *Timer, per, clockNs int64) {
-	next := s.h.nextRun(t.when, per, clockNs)
-	t.when = next
+// rearmPeriodicLocked files t, a periodic timer that is firing now and
+// whose when already holds its next run's instant next (see fireLocked),
+// for that run, before its callback starts (so Stop from the callback
+// wins). s.mu must be held.
+func (s *shard) rearmPeriodicLocked(t *Timer, next int64) {
 	s.stats.fired++
 	s.stats.armed++ // the next run is an arming of its own
-	s.armLocked(t, s.h.dueTick(next))
+	s.fileLocked(t, s.h.dueTick(next), true)
 }
 
 // nextInstant returns the first instant when+k·per (k >= 1) after ns, all

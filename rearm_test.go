@@ -1,6 +1,7 @@
 package timingwheel
 
 import (
+	"fmt"
 	"math"
 	"net"
 	"runtime"
@@ -18,79 +19,123 @@ import (
 // instant during its call, with d measured from the clock read at that
 // instant.
 
-// holdFirstReset makes the first re-arm that starts block before it takes
-// its shard's lock, until release is called; reached is closed once it
-// blocks.
-func holdFirstReset(t *testing.T) (reached <-chan struct{}, release func()) {
-	r, rel := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	testHookReset = func(*Timer) {
-		testHookReset = nil
-		close(r)
-		<-rel
-	}
-	t.Cleanup(func() { once.Do(func() { close(rel) }); testHookReset = nil })
-	return r, func() { once.Do(func() { close(rel) }) }
+// gatedClock is a fakeClock whose next reading, once gate is called,
+// waits until the returned release is called: before it reads the time
+// (gate), or after (gateAfterRead, which returns the time read before the
+// wait). A re-arm reads the clock once, between loading the deadline it
+// replaces and swapping its own in, so the gate holds a re-arm there.
+type gatedClock struct {
+	*fakeClock
+	mu        sync.Mutex
+	held      chan struct{} // closed when a reading is held
+	release   chan struct{}
+	afterRead bool
 }
 
-// TestReArm_LaterReArmMeasuresFromALaterReading: Reset A starts at 10ms
-// and is held before it takes effect; Reset B, at 60ms, takes effect
+func newGated(t *testing.T, opts ...Option) (*Hierarchy, *gatedClock) {
+	clk := &gatedClock{fakeClock: newFakeClock()}
+	h, err := New(append([]Option{WithClock(clk)}, opts...)...)
+	require.NoError(t, err)
+	return h, clk
+}
+
+func (c *gatedClock) Since(t time.Time) time.Duration {
+	c.mu.Lock()
+	held, release, after := c.held, c.release, c.afterRead
+	c.held, c.release = nil, nil
+	c.mu.Unlock()
+	if held == nil {
+		return c.fakeClock.Since(t)
+	}
+	var d time.Duration
+	if after {
+		d = c.fakeClock.Since(t)
+	}
+	close(held)
+	<-release
+	if !after {
+		d = c.fakeClock.Since(t)
+	}
+	return d
+}
+
+func (c *gatedClock) gate() (held <-chan struct{}, release func()) { return c.arm(false) }
+
+func (c *gatedClock) gateAfterRead() (held <-chan struct{}, release func()) { return c.arm(true) }
+
+func (c *gatedClock) arm(after bool) (held <-chan struct{}, release func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, r := make(chan struct{}), make(chan struct{})
+	c.held, c.release, c.afterRead = h, r, after
+	var once sync.Once
+	return h, func() { once.Do(func() { close(r) }) }
+}
+
+// TestReArm_LaterReArmMeasuresFromALaterReading: Reset A reads the clock at
+// 10ms and is held before it takes effect; Reset B, at 60ms, takes effect
 // first. A then takes effect after B, so it must measure from a reading no
 // earlier than B's: the deadline is 160ms or later, never A-at-10ms's
-// 110ms.
+// 110ms. A moves the timer later (the path without the shard's lock, whose
+// swap then fails and takes the lock) or earlier (the path with it).
 func TestReArm_LaterReArmMeasuresFromALaterReading(t *testing.T) {
-	h, clk := newFake(t, WithShards(1))
-	start := clk.Now()
-	fired := 0
-	tm := h.AfterFunc(time.Hour, func() { fired++ })
-	clk.Add(10 * time.Millisecond)
-	reached, release := holdFirstReset(t)
-	aDone := make(chan bool, 1)
-	go func() { aDone <- tm.Reset(100 * time.Millisecond) }()
-	recvWithin(t, 5*time.Second, reached, "Reset A reaching its hook")
-	clk.Set(start.Add(60 * time.Millisecond))
-	assert.True(t, tm.Reset(100*time.Millisecond), "B")
-	require.Equal(t, start.Add(160*time.Millisecond), tm.Deadline())
-	release()
-	assert.True(t, recvWithin(t, 5*time.Second, aDone, "Reset A, released"))
-	assert.False(t, tm.Deadline().Before(start.Add(160*time.Millisecond)),
-		"the re-arm that took effect last measured from a reading before the one before it: deadline %v", tm.Deadline().Sub(start))
-	clk.Set(start.Add(159 * time.Millisecond))
-	advanceWithin(t, h, "before B's deadline")
-	assert.Zero(t, fired, "fired before the deadline of the last re-arm")
-	mustCheck(t, h)
+	for _, first := range []time.Duration{50 * time.Millisecond, time.Hour} {
+		t.Run(fmt.Sprintf("armed for %v", first), func(t *testing.T) {
+			h, clk := newGated(t, WithShards(1))
+			start := clk.Now()
+			fired := 0
+			tm := h.AfterFunc(first, func() { fired++ })
+			clk.Add(10 * time.Millisecond)
+			held, release := clk.gateAfterRead()
+			t.Cleanup(release)
+			aDone := make(chan bool, 1)
+			go func() { aDone <- tm.Reset(100 * time.Millisecond) }()
+			recvWithin(t, 5*time.Second, held, "Reset A's clock reading")
+			clk.Set(start.Add(60 * time.Millisecond))
+			assert.True(t, tm.Reset(100*time.Millisecond), "B")
+			require.Equal(t, start.Add(160*time.Millisecond), tm.Deadline())
+			release()
+			assert.True(t, recvWithin(t, 5*time.Second, aDone, "Reset A, released"))
+			assert.False(t, tm.Deadline().Before(start.Add(160*time.Millisecond)),
+				"the re-arm that took effect last measured from a reading before the one before it: deadline %v", tm.Deadline().Sub(start))
+			clk.Set(start.Add(159 * time.Millisecond))
+			advanceWithin(t, h, "before B's deadline")
+			assert.Zero(t, fired, "fired before the deadline of the last re-arm")
+			mustCheck(t, h)
+		})
+	}
 }
 
 // TestReArm_TimeoutsAddLatestActivityWins: the same for Timeouts.Add, whose
-// re-arms all mean "active now": Add A starts at 10ms and is held before it
-// takes the key's lock; Add B, at 60ms, takes effect first. A, taking
-// effect last, must not set an earlier deadline than B's.
+// re-arms all mean "active now": Add A reads the clock at 10ms, under its
+// key's lock, and is held there; Add B, at 60ms, waits for that lock, so
+// it takes effect after A and measures from a later reading: the key's
+// deadline is B's, 160ms.
 func TestReArm_TimeoutsAddLatestActivityWins(t *testing.T) {
-	h, clk := newFake(t, WithShards(1))
+	h, clk := newGated(t, WithShards(1))
 	start := clk.Now()
 	var expired []int
 	s := NewTimeouts(h, func(k int) { expired = append(expired, k) })
-	s.Add(1, time.Hour)
+	s.Add(1, 50*time.Millisecond)
 	clk.Add(10 * time.Millisecond)
-	reached, rel := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	release := func() { once.Do(func() { close(rel) }) }
-	testHookAdd = func() {
-		testHookAdd = nil
-		close(reached)
-		<-rel
-	}
-	t.Cleanup(func() { release(); testHookAdd = nil })
-	aDone := make(chan struct{})
+	held, release := clk.gateAfterRead()
+	t.Cleanup(release)
+	aDone, bDone := make(chan struct{}), make(chan struct{})
 	go func() { s.Add(1, 100*time.Millisecond); close(aDone) }()
-	recvWithin(t, 5*time.Second, reached, "Add A reaching its hook")
+	recvWithin(t, 5*time.Second, held, "Add A's clock reading")
 	clk.Set(start.Add(60 * time.Millisecond))
-	s.Add(1, 100*time.Millisecond) // B
+	go func() { s.Add(1, 100*time.Millisecond); close(bDone) }() // B
+	select {
+	case <-bDone:
+		t.Fatal("Add B took effect while Add A of the same key, having read the clock, had not")
+	case <-time.After(50 * time.Millisecond):
+	}
 	release()
 	recvWithin(t, 5*time.Second, aDone, "Add A, released")
+	recvWithin(t, 5*time.Second, bDone, "Add B, after A")
 	d, ok := s.Deadline(1)
 	require.True(t, ok)
-	assert.False(t, d.Before(start.Add(160*time.Millisecond)), "the Add that took effect last measured from an earlier reading: deadline %v", d.Sub(start))
+	assert.Equal(t, start.Add(160*time.Millisecond), d, "the Add that took effect last measured from an earlier reading")
 	clk.Set(start.Add(159 * time.Millisecond))
 	advanceWithin(t, h, "before B's deadline")
 	assert.Empty(t, expired, "expired before the deadline of the last Add")
@@ -100,7 +145,7 @@ func TestReArm_TimeoutsAddLatestActivityWins(t *testing.T) {
 // data, A at 10ms (its re-arm held), B at 60ms. The conn must stay open
 // until idle has passed since B's Read.
 func TestReArm_IdleConnLatestReadWins(t *testing.T) {
-	h, clk := newFake(t, WithShards(1))
+	h, clk := newGated(t, WithShards(1))
 	start := clk.Now()
 	a, b := net.Pipe()
 	defer b.Close()
@@ -111,11 +156,12 @@ func TestReArm_IdleConnLatestReadWins(t *testing.T) {
 		b.Write([]byte("y"))
 	}()
 	clk.Add(10 * time.Millisecond)
-	reached, release := holdFirstReset(t)
+	held, release := clk.gateAfterRead()
+	t.Cleanup(release)
 	aDone := make(chan struct{})
 	buf := make([]byte, 1)
 	go func() { ic.Read(buf); close(aDone) }()
-	recvWithin(t, 5*time.Second, reached, "Read A's re-arm reaching its hook")
+	recvWithin(t, 5*time.Second, held, "Read A's re-arm reading the clock")
 	clk.Set(start.Add(60 * time.Millisecond))
 	var bbuf [1]byte
 	n, err := ic.Read(bbuf[:])
@@ -208,98 +254,62 @@ func TestReArm_FiredTimerKeepsNoReference(t *testing.T) {
 	runtime.KeepAlive(h)
 }
 
-// gatedClock is a fakeClock whose next reading, once gate is called, waits
-// until the returned release is called.
-type gatedClock struct {
-	*fakeClock
-	mu      sync.Mutex
-	held    chan struct{} // closed when a reading is held
-	release chan struct{}
-}
-
-func (c *gatedClock) Since(t time.Time) time.Duration {
-	c.mu.Lock()
-	held, release := c.held, c.release
-	c.held, c.release = nil, nil
-	c.mu.Unlock()
-	if held != nil {
-		close(held)
-		<-release
-	}
-	return c.fakeClock.Since(t)
-}
-
-func (c *gatedClock) gate() (held <-chan struct{}, release func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	h, r := make(chan struct{}), make(chan struct{})
-	c.held, c.release = h, r
-	var once sync.Once
-	return h, func() { once.Do(func() { close(r) }) }
-}
-
-// TestReArm_DeadlineWaitsForAReArmInProgress: a Reset reads the clock and
-// stores its deadline under the shard's lock, and Deadline reads under it
-// too, so no Deadline returns the old deadline once the Reset has read the
-// clock (its reading lies before the Deadline call: a history with the
-// Reset first would show the old value after it).
-func TestReArm_DeadlineWaitsForAReArmInProgress(t *testing.T) {
-	clk := &gatedClock{fakeClock: newFakeClock()}
-	h, err := New(WithClock(clk), WithShards(1))
-	require.NoError(t, err)
+// TestReArm_DeadlineIsTheOldOneUntilTheReArmTakesEffect: a re-arm takes
+// effect when it swaps its deadline in, not when it reads the clock.
+// While a Reset moving a timer later is held between the two, Deadline
+// returns the old deadline, at once (it takes no lock: neither does the
+// Reset); once the Reset returns, the new one.
+func TestReArm_DeadlineIsTheOldOneUntilTheReArmTakesEffect(t *testing.T) {
+	h, clk := newGated(t, WithShards(1))
 	start := clk.Now()
-	tm := h.AfterFunc(time.Hour, func() {})
-	held, release := clk.gate()
+	tm := h.AfterFunc(time.Minute, func() {})
+	held, release := clk.gateAfterRead()
 	t.Cleanup(release)
 	resetDone := make(chan bool, 1)
-	go func() { resetDone <- tm.Reset(time.Minute) }()
+	go func() { resetDone <- tm.Reset(time.Hour) }()
 	recvWithin(t, 5*time.Second, held, "the Reset's clock reading")
 	got := make(chan time.Time, 1)
 	go func() { got <- tm.Deadline() }()
-	select {
-	case d := <-got:
-		t.Fatalf("Deadline returned %v while a Reset that had read the clock was in progress", d.Sub(start))
-	case <-time.After(100 * time.Millisecond):
-	}
+	assert.Equal(t, start.Add(time.Minute), recvWithin(t, 5*time.Second, got, "Deadline, while the Reset is held"))
 	release()
 	assert.True(t, recvWithin(t, 5*time.Second, resetDone, "the Reset"))
-	assert.Equal(t, start.Add(time.Minute), recvWithin(t, 5*time.Second, got, "Deadline, after the Reset"))
-}
-
-// lazyTimerMidSlot arms, on a single-shard hierarchy, a timer due at 2m0.5s:
-// it sits in the minutes level, in the slot that cascades at 2m straight
-// down to level 0, and moving it later takes no lock.
-func lazyTimerMidSlot(t *testing.T, f func()) (*Hierarchy, *fakeClock, *Timer) {
-	h, clk := newFake(t, WithShards(1))
-	tm := h.AfterFunc(2*time.Minute+500*time.Millisecond, f)
-	require.GreaterOrEqual(t, tm.filed-tm.home().now.Load(), h.lazyTicks, "the timer is beyond level 0")
-	return h, clk, tm
+	assert.Equal(t, start.Add(time.Hour), tm.Deadline(), "Deadline, after the Reset")
+	mustCheck(t, h)
 }
 
 // TestReset_LaterDeadlineStraddlingCascadeIntoLevel0: a Reset that begins
 // before a cascade takes its timer down to level 0 (filed by its old
-// deadline), and takes its shard's lock after, must file the timer again
-// by its new deadline, or Next reports the old deadline. Here the Reset
-// takes the lock after the whole cascade; in
-// TestLazyReset_CascadeBeforeStore, between two of its batches.
+// deadline), and swaps its deadline in after, leaves the timer filed
+// there; Next must still report the new deadline, and the timer fire by
+// it. Here the Reset is held at its clock reading for the whole cascade;
+// in TestLazyReset_CascadeBeforeStore, between two of its batches.
 func TestReset_LaterDeadlineStraddlingCascadeIntoLevel0(t *testing.T) {
-	h, clk, tm := lazyTimerMidSlot(t, func() {})
+	h, clk := newGated(t, WithShards(1))
 	origin := h.origin
-	defer func() { testHookReset = nil }()
-	cascaded := false
-	testHookReset = func(*Timer) {
-		testHookReset = nil
-		clk.Set(origin.Add(2 * time.Minute))
-		h.Advance() // cascades the minute slot: the timer lands at level 0, filed by its old deadline
-		cascaded = tm.filed-tm.home().now.Load() < h.lazyTicks
-	}
-	var reset bool
-	mustReturn(t, 5*time.Second, "ResetAt, with an Advance in its hook", func() { reset = tm.ResetAt(origin.Add(3 * time.Minute)) })
-	assert.True(t, reset, "the Reset found the timer armed")
-	require.True(t, cascaded, "the Advance in the hook cascaded the timer to level 0")
+	fired := 0
+	tm := h.AfterFunc(2*time.Minute+500*time.Millisecond, func() { fired++ })
+	require.True(t, tm.home().inWheel(tm.filed.Load()))
+	require.Greater(t, tm.filed.Load()-tm.home().now.Load(), h.lazyTicks, "the timer is beyond level 0")
+	held, release := clk.gate()
+	t.Cleanup(release)
+	resetDone := make(chan bool, 1)
+	go func() { resetDone <- tm.Reset(time.Minute) }() // read at 2m: due at 3m
+	recvWithin(t, 5*time.Second, held, "the Reset's clock reading")
+	clk.Set(origin.Add(2 * time.Minute))
+	assert.Zero(t, advanceWithin(t, h, "the cascade")) // the timer lands at level 0, filed by its old deadline
+	assert.Less(t, tm.filed.Load()-tm.home().now.Load(), h.lazyTicks, "the Advance cascaded the timer to level 0")
+	release()
+	assert.True(t, recvWithin(t, 5*time.Second, resetDone, "the Reset"), "the Reset found the timer armed")
 	next, ok := h.Next()
 	require.True(t, ok)
 	assert.Equal(t, origin.Add(3*time.Minute), next, "Next is the new deadline, not the old one the cascade filed the timer by")
+	mustCheck(t, h)
+	clk.Set(origin.Add(2*time.Minute + 59*time.Second))
+	advanceWithin(t, h, "past the old deadline")
+	assert.Zero(t, fired, "fired by the old deadline")
+	clk.Set(origin.Add(3 * time.Minute))
+	advanceWithin(t, h, "the new deadline")
+	assert.Equal(t, 1, fired, "fires at the new deadline")
 	mustCheck(t, h)
 }
 
@@ -366,76 +376,65 @@ func TestReset_LaterDeadlineAsAdvanceEnds(t *testing.T) {
 	}
 }
 
-// TestReset_LaterDeadlineReadsFrontierBeforeNow: a Reset, under its shard's
-// lock, reads its shard's now and the running Advance's frontier;
+// TestReset_LaterDeadlineReadsFrontierBeforeNow: a later-move that takes
+// no lock tells a timer in a wheel slot from one on the late list by the
+// running Advance's frontier and its shard's now (see shard.inWheel):
 // endAdvance moves every shard's now, each under its lock, then clears the
-// frontier. So a Reset that finds the frontier cleared finds its shard's
-// now moved. Here the Advance ends while the Reset has begun and not yet
-// taken the lock (testHookReset). The timer was
-// armed by a callback, into a shard whose now lagged (it had no work), for
-// a tick already fired: it waits on the late list, filed beyond that
-// shard's now but not beyond the frontier. The Reset moves it later, still
-// before the Advance's tick: it must take the lock and file it by its new
-// deadline, so that Next reports that deadline and the next Advance fires
-// it. A Reset that saw the old now and the cleared frontier would keep the
-// old filing: Next would be early and the timer would miss the next
-// Advance.
+// frontier, so a re-arm that finds the frontier cleared finds its shard's
+// now moved. Here the Reset reads the clock while the Advance runs and is
+// held there until the Advance has ended. The timer was armed by a
+// callback, into a shard whose now lagged (it had no work), for a tick
+// already fired: it waits on the late list, filed beyond that shard's now
+// but not beyond the frontier. The Reset moves it later, still before the
+// Advance's tick: it must take the lock and file it by its new deadline,
+// so that Next reports that deadline and the next Advance fires it. A
+// Reset that saw the old now and the cleared frontier would only swap its
+// deadline in, keeping the old filing on the late list: Next would be
+// early and the timer would miss the next Advance.
 func TestReset_LaterDeadlineReadsFrontierBeforeNow(t *testing.T) {
-	h, clk := newFake(t, WithShards(2))
+	h, clk := newGated(t, WithShards(2))
 	origin := h.origin
 	first, last := h.shards[0], h.shards[1]
 	var pick atomic.Pointer[shard]
 	pick.Store(first)
 	h.knobs().pick = func() *shard { return pick.Load() }
 
-	// The goroutines below wait for each other at most 2s, then carry on
-	// and leave a flag for the test to report: they must not call t's
-	// methods, which they may outlive if the test fails first.
+	// The callback waits for the Reset at most 2s, then carries on and
+	// leaves a flag for the test to report.
 	armed := make(chan *Timer, 1)
-	atHook := make(chan struct{})
-	ended := make(chan struct{})
-	var endOnce sync.Once
-	end := func() { endOnce.Do(func() { close(ended) }) }
-	defer end() // should the test fail first, the Reset goes on
 	var yFired atomic.Int32
-	var noHook, noEnd atomic.Bool
+	var noRead atomic.Bool
+	var release func()
 	h.AfterFunc(2*time.Second, func() {
 		pick.Store(last)
 		y := h.AtFunc(origin.Add(2*time.Second), func() { yFired.Add(1) })
+		var held <-chan struct{}
+		held, release = clk.gate() // the Reset's reading: held until the Advance has ended
 		armed <- y
-		select { // the Reset loads the frontier while this Advance runs
-		case <-atHook:
+		select { // the Reset has begun while this Advance runs
+		case <-held:
 		case <-time.After(2 * time.Second):
-			noHook.Store(true)
+			noRead.Store(true)
 		}
 	})
-	defer func() { testHookReset = nil }()
-	var y *Timer
-	testHookReset = func(x *Timer) {
-		if x != y {
-			return
+	defer func() {
+		if release != nil {
+			release() // should the test fail first, the Reset goes on
 		}
-		testHookReset = nil
-		close(atHook)
-		select { // the Advance ends: the shards' now moves, the frontier is cleared
-		case <-ended:
-		case <-time.After(2 * time.Second):
-			noEnd.Store(true)
-		}
-	}
+	}()
 	resetDone := make(chan bool, 1)
+	var y *Timer
 	go func() {
 		y = <-armed
-		resetDone <- y.ResetAt(origin.Add(2500 * time.Millisecond))
+		resetDone <- y.Reset(-400 * time.Millisecond) // read at 2.9s: due at 2.5s
 	}()
 
 	clk.Set(origin.Add(2900 * time.Millisecond))
 	n := advanceWithin(t, h, "the Advance whose callback arms the timer")
-	end()
-	require.False(t, noHook.Load(), "hung: the Reset never reached its hook between its loads of the frontier and of now")
+	require.False(t, noRead.Load(), "hung: the Reset never read the clock while the Advance ran")
 	require.Equal(t, 1, n, "the Advance ran the callback that arms the timer, and only that")
+	release()
 	reset := recvWithin(t, 5*time.Second, resetDone, "the Reset's return after the Advance ended")
-	require.False(t, noEnd.Load(), "hung: the Advance did not end while the Reset waited between its loads")
 	assert.True(t, reset, "the Reset found the timer armed")
 	assert.Same(t, last, y.home(), "the timer is in the shard that had no work")
 	assert.Equal(t, 1, h.Len())

@@ -33,7 +33,7 @@ type shard struct {
 
 	// workFrom is a lower bound on the tick of the shard's next work for
 	// an Advance (see nextWorkLocked), from when an Advance last looked:
-	// placeLocked lowers it for each timer it files. It is written with mu
+	// slotLocked lowers it for each timer it files. It is written with mu
 	// held and read without it, so that an Advance passes over shards
 	// with nothing due instead of taking their locks every tick.
 	workFrom atomic.Int64
@@ -134,26 +134,46 @@ func (s *shard) lateForLocked(d int64) bool {
 	return d < s.now.Load() || s.advancing && d <= max(s.now.Load(), s.h.frontier.Load())
 }
 
-// armLocked files t, newly (re-)armed and due at tick d. s.mu must be held.
-func (s *shard) armLocked(t *Timer, d int64) {
-	if s.lateForLocked(d) {
+// inWheel reports whether a timer filed at tick f is in a wheel slot whose
+// tick has not come: f is after the shard's now and after the running
+// Advance's frontier. A timer on the late, overdue or firing list is filed
+// at or before one of them. It needs no lock, for a later-move (see
+// Timer.rearm): a timer in a slot stays in one until its tick comes, and
+// is then re-filed by its deadline. The frontier is loaded first:
+// endAdvance moves every shard's now before it clears the frontier, so a
+// cleared frontier comes with a now at least as far.
+func (s *shard) inWheel(f int64) bool {
+	return f > s.h.frontier.Load() && f > s.now.Load()
+}
+
+// fileLocked files t under due tick d: on the late list if d is before
+// now, otherwise in the slot of the lowest level whose current revolution
+// contains d. A timer just armed (fresh) also goes on the late list when
+// armed by a callback (or beside one) for a tick already being fired (see
+// lateForLocked); one that the shard files again by its deadline (a
+// cascade, a later-move found when its tick came) goes to the slot for
+// that tick, to fire in this Advance. s.mu must be held.
+func (s *shard) fileLocked(t *Timer, d int64, fresh bool) {
+	if d < s.now.Load() || fresh && s.lateForLocked(d) {
 		s.fileLateLocked(t, d)
 		return
 	}
-	t.filed = d
+	t.filed.Store(d)
 	s.slotLocked(t, d)
 }
 
-// placeLocked files t under due tick d: on the late list if d is before
-// now, otherwise in the slot of the lowest level whose current revolution
-// contains d. s.mu must be held.
-func (s *shard) placeLocked(t *Timer, d int64) {
-	if d < s.now.Load() {
-		s.fileLateLocked(t, d)
-		return
-	}
-	t.filed = d
-	s.slotLocked(t, d)
+// startLocked counts an arming that starts: a timer armed that was not.
+// endLocked counts one that ends, in stat (fired or stopped). These two
+// are the only places the count of armed timers changes. s.mu must be
+// held.
+func (s *shard) startLocked() {
+	s.count++
+	s.stats.armed++
+}
+
+func (s *shard) endLocked(stat *uint64) {
+	s.count--
+	*stat++
 }
 
 // slotLocked links t, whose filed is d, no earlier than now, in the slot
@@ -200,7 +220,7 @@ func (s *shard) unlinkLocked(t *Timer) {
 	if head := t.unlink(); head != nil {
 		// That emptied the list: if it is the slot t was filed in, its
 		// occupancy bit goes.
-		if l, sl, ok := s.slotFiledLocked(t.filed); ok && head == &l.slots[sl] {
+		if l, sl, ok := s.slotFiledLocked(t.filed.Load()); ok && head == &l.slots[sl] {
 			l.clearOccupied(sl)
 		}
 	}
@@ -253,7 +273,7 @@ func (s *shard) nextWorkLocked(target int64) (int64, bool) {
 	e, _, _, ok := s.nextEventLocked()
 	for _, l := range []*Timer{&s.firing, &s.overdue} {
 		if !l.empty() {
-			if f := l.next.filed; !ok || f < e {
+			if f := l.next.filed.Load(); !ok || f < e {
 				e, ok = f, true
 			}
 		}
@@ -302,36 +322,41 @@ func (s *shard) nextDueLocked() (best int64, ok bool) {
 			best, ok = d, true
 		}
 	}
+	budget := nextBudget
+	// The firing and overdue lists are in order of the ticks filed at; a
+	// timer collected for firing may have been moved later meanwhile (see
+	// Timer.rearm): its deadline tells.
 	for _, l := range []*Timer{&s.firing, &s.overdue} {
-		if !l.empty() {
-			consider(l.next.filed)
+		for t := l.next; t != l && (!ok || t.filed.Load() < best); t = t.next {
+			if budget--; budget < 0 {
+				consider(t.filed.Load())
+				break
+			}
+			consider(s.h.dueTick(t.when.Load()))
 		}
 	}
 	if s.sorting {
 		consider(s.lateMin) // timers in limbo: no later than any of them
 	}
-	budget := nextBudget
 	for t := s.late.next; t != &s.late; t = t.next {
 		if budget--; budget < 0 {
 			consider(s.lateMin)
 			break
 		}
-		consider(t.filed)
+		consider(s.h.dueTick(t.when.Load()))
 	}
 	now := s.now.Load()
-	for i, l := range s.levels {
+	for _, l := range s.levels {
+		// A slot holds timers due at its tick or, moved later since they
+		// were filed, after it (coarse slots: within it).
 		for e, sl, found := l.next(now); found && (!ok || e < best); e, sl, found = l.nextAfter(now, sl) {
-			if i == 0 {
-				consider(e) // a level-0 slot holds timers due at its tick
-				break
-			}
 			sent := &l.slots[sl]
 			for t := sent.next; t != sent; t = t.next {
 				if budget--; budget < 0 {
-					consider(e) // the slot's cascade: no deadline in it is earlier
+					consider(e) // the slot's tick: no deadline in it is earlier
 					break
 				}
-				consider(s.h.dueTick(t.when))
+				consider(s.h.dueTick(t.when.Load()))
 			}
 		}
 	}
@@ -344,7 +369,7 @@ func (s *shard) nextDueLocked() (best int64, ok bool) {
 // leaves now at c (or where it was, if later). s.mu must be held; it is
 // released and taken again between batches of a long cascade.
 func (s *shard) collectLocked(c int64) {
-	for t := s.overdue.next; t != &s.overdue && t.filed <= c; t = s.overdue.next {
+	for t := s.overdue.next; t != &s.overdue && t.filed.Load() <= c; t = s.overdue.next {
 		t.unlink()
 		s.firing.pushBack(t)
 	}
@@ -383,13 +408,37 @@ func (s *shard) cascadeLocked(l *level, sl int) {
 				break
 			}
 			t.unlink()
-			s.placeLocked(t, s.h.dueTick(t.when))
+			s.fileLocked(t, s.h.dueTick(t.when.Load()), false)
 		}
 		if sent.empty() {
 			l.clearOccupied(sl)
 			return
 		}
 		s.yieldLocked()
+	}
+}
+
+// claimLocked ends the arming of t, bound to b and taken off the firing
+// list, if its deadline is still due at the tick it is filed at: a later-move
+// may have changed it since (see Timer.Reset). when becomes notFiled, or
+// for a periodic timer next, its next run's instant after the Advance
+// whose clock read clockNs. It returns the deadline it found, next, and
+// whether it claimed the arming: a later-move that comes after finds when
+// changed and takes the lock. s.mu must be held.
+func (t *Timer) claimLocked(b *binding, clockNs int64) (w, next int64, due bool) {
+	h := b.s.h
+	for {
+		w = t.when.Load()
+		if h.dueTick(w) != t.filed.Load() {
+			return w, 0, false
+		}
+		next = notFiled
+		if b.period > 0 {
+			next = h.nextRun(w, b.period, clockNs)
+		}
+		if t.when.CompareAndSwap(w, next) {
+			return w, next, true
+		}
 	}
 }
 
@@ -410,22 +459,22 @@ func (s *shard) fireLocked(clockNs int64, held *bool) (ran int) {
 			return ran
 		}
 		t.unlink()
-		filed := t.filed
-		if d := s.h.dueTick(t.when); d != filed {
-			s.placeLocked(t, d) // moved later since it was filed
+		filed := t.filed.Load()
+		b := t.b.Load()
+		w, next, due := t.claimLocked(b, clockNs)
+		if !due {
+			s.fileLocked(t, s.h.dueTick(w), false) // moved later since it was filed
 			continue
 		}
 		s.stats.lateness.add(satAdd(clockNs, -max(s.h.tickNanos(filed), math.MinInt64+1))) // saturated: a deadline centuries past is very late, not on time
-		b := t.b.Load()
 		switch {
 		case b.period > 0:
-			s.rearmPeriodicLocked(t, b.period, clockNs)
+			s.rearmPeriodicLocked(t, next)
 		case b.exec:
-			t.filed = unarmed // still counted: armed until the run starts (see runOn)
+			t.filed.Store(w) // still counted: armed until the run starts (see runOn)
 		default:
-			t.filed = unarmed
-			s.count--
-			s.stats.fired++
+			t.filed.Store(w)
+			s.endLocked(&s.stats.fired)
 		}
 		if b.exec {
 			s.handOverLocked(t)

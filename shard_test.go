@@ -158,7 +158,7 @@ func TestShards_ConcurrentArmsFireOnTimeAndInOrder(t *testing.T) {
 		for _, a := range all {
 			if a.done.Load()-1 < k && a.firedIn.Load() == 0 && due(a.tm.Deadline()) <= tick(now) {
 				sh := a.tm.home()
-				t.Fatalf("Advance %d to tick %d did not fire a timer due at tick %d armed before it began (done %d; shard %d filed %d when %d now %d; firedIn %d)", k, tick(now), due(a.tm.Deadline()), a.done.Load(), sh.idx, a.tm.filed, a.tm.when, sh.now.Load(), a.firedIn.Load())
+				t.Fatalf("Advance %d to tick %d did not fire a timer due at tick %d armed before it began (done %d; shard %d filed %d when %d now %d; firedIn %d)", k, tick(now), due(a.tm.Deadline()), a.done.Load(), sh.idx, a.tm.filed.Load(), a.tm.when.Load(), sh.now.Load(), a.firedIn.Load())
 			}
 		}
 		mu.Unlock()
@@ -297,20 +297,21 @@ func TestCascade_TimersStayStoppableBetweenBatches(t *testing.T) {
 func lazyTimer(t *testing.T) (*Hierarchy, *fakeClock, *Timer) {
 	h, clk := newFake(t, WithShards(1))
 	tm := h.AfterFunc(2*time.Minute, func() {})
-	f, now := tm.filed, tm.home().now.Load()
+	f, now := tm.filed.Load(), tm.home().now.Load()
 	require.GreaterOrEqual(t, f-now, h.lazyTicks, "the timer is beyond level 0")
 	return h, clk, tm
 }
 
 // TestLazyReset_CascadeBeforeStore covers a Reset that begins before a
-// cascade of its timer's slot and takes its shard's lock between two of
-// the cascade's batches: the cascade filed the timer at level 0 by its old
-// deadline, so the Reset must file it again by its new one (filed is the
-// same due tick), or Next is early. The timer, due mid-slot at 2m0.5s, is the first of the
-// minute slot that cascades at 2m, in batches of one timer; the Reset
-// takes the lock between two batches, once its timer is at level 0.
+// cascade of its timer's slot and swaps its later deadline in between two
+// of the cascade's batches: the cascade filed the timer at level 0 by its
+// old deadline, and there it stays, so Next must read its deadline, and
+// it must fire by it. The timer, due mid-slot at 2m0.5s, is the first of
+// the minute slot that cascades at 2m, in batches of one timer; the Reset,
+// held at its clock reading, goes on between two batches, once its timer
+// is at level 0.
 func TestLazyReset_CascadeBeforeStore(t *testing.T) {
-	h, clk := newFake(t, WithShards(1))
+	h, clk := newGated(t, WithShards(1))
 	h.knobs().batch = 1
 	origin := h.origin
 	s := h.shards[0]
@@ -319,24 +320,16 @@ func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 	for i := range 3 { // later in the same minute slot: the cascade takes batches after tm's
 		others = append(others, h.AtFunc(origin.Add(2*time.Minute+time.Duration(10+i)*time.Second), func() {}))
 	}
-	require.GreaterOrEqual(t, tm.filed-s.now.Load(), h.lazyTicks, "the timer is beyond level 0")
+	require.GreaterOrEqual(t, tm.filed.Load()-s.now.Load(), h.lazyTicks, "the timer is beyond level 0")
 
 	// The Reset's goroutine and the cascade's hook wait for each other
 	// at most 2s, then carry on and leave a flag for the test to report:
 	// they must not call t's methods, which they may outlive.
-	defer func() { testHookReset = nil }()
-	read, store := make(chan struct{}), make(chan struct{})
-	var storeOnce sync.Once
-	letStore := func() { storeOnce.Do(func() { close(store) }) }
-	defer letStore()               // should the test fail first, the Reset goes on
-	testHookReset = func(*Timer) { // the Reset has begun, before it takes the shard's lock
-		testHookReset = nil
-		close(read)
-		<-store
-	}
+	read, letStore := clk.gate()
+	defer letStore() // should the test fail first, the Reset goes on
 	resetDone := make(chan bool, 1)
-	go func() { resetDone <- tm.ResetAt(origin.Add(3 * time.Minute)) }()
-	recvWithin(t, 5*time.Second, read, "the Reset beginning, before it takes its shard's lock (testHookReset)")
+	go func() { resetDone <- tm.Reset(time.Minute) }() // read at 2m: due at 3m
+	recvWithin(t, 5*time.Second, read, "the Reset's clock reading")
 
 	batches := 0
 	var cascaded, reset, returned bool
@@ -346,7 +339,7 @@ func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 		}
 		// Batch 1 moved tm down to level 0, filed by its old deadline.
 		s.lock()
-		l0, f := s.levels[0], tm.filed
+		l0, f := s.levels[0], tm.filed.Load()
 		cascaded = tm.next != nil && f >= l0.start && f <= l0.last && l0.slots[l0.slotOf(f)].next == tm
 		s.mu.Unlock()
 		letStore() // the Reset stores its deadline with the cascade half done
@@ -376,21 +369,42 @@ func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 	assert.Equal(t, 0, h.Len())
 }
 
-// TestLazyReset_WaitsForCascadeBatch: while a cascade batch runs (the
-// shard's lock held), a Reset takes the lock and so waits for the batch.
-func TestLazyReset_WaitsForCascadeBatch(t *testing.T) {
-	h, _, tm := lazyTimer(t)
+// TestLaterMove_TakesNoLock: moving an armed timer's deadline later takes
+// no lock, so it does not wait while a cascade batch (or anything else)
+// holds its shard's lock: Reset, ResetAt and Timeouts.Add of a live key
+// return at once, and Deadline reads the new deadline.
+func TestLaterMove_TakesNoLock(t *testing.T) {
+	h, clk := newFake(t, WithShards(1))
+	start := clk.Now()
+	tm := h.AfterFunc(2*time.Minute+500*time.Millisecond, func() {})
+	near := h.AfterFunc(10*time.Millisecond, func() {}) // at level 0
+	keys := NewTimeouts(h, func(int) {})
+	keys.Add(1, time.Minute)
 	s := tm.home()
 	s.lock()
-	done := make(chan bool)
-	go func() { done <- tm.ResetAt(h.origin.Add(3 * time.Minute)) }()
-	select {
-	case <-done:
-		t.Fatal("Reset did not wait for the cascade batch")
-	case <-time.After(50 * time.Millisecond):
+	done := make(chan bool, 4)
+	go func() {
+		done <- tm.ResetAt(start.Add(3 * time.Minute))
+		done <- tm.Reset(4 * time.Minute)
+		done <- near.Reset(20 * time.Millisecond)
+		keys.Add(1, 2*time.Minute)
+		done <- true
+	}()
+	for i := range 4 {
+		select {
+		case armed := <-done:
+			assert.True(t, armed, "re-arm %d found its timer armed", i)
+		case <-time.After(5 * time.Second):
+			s.mu.Unlock()
+			t.Fatalf("re-arm %d to a later deadline waited for the shard's lock", i)
+		}
 	}
+	assert.Equal(t, start.Add(4*time.Minute), tm.Deadline())
+	assert.Equal(t, start.Add(20*time.Millisecond), near.Deadline())
 	s.mu.Unlock()
-	assert.True(t, recvWithin(t, 5*time.Second, done, "the Reset waiting for the cascade batch, once the batch ended"))
+	d, ok := keys.Deadline(1)
+	require.True(t, ok)
+	assert.Equal(t, start.Add(2*time.Minute), d)
 	mustCheck(t, h)
 }
 
@@ -672,10 +686,9 @@ func TestShards_LenIsOneInstant(t *testing.T) {
 				y := &Timer{f: func() {}}
 				w := h.after(time.Hour)
 				y.b.Store(&s1.oneShot)
-				y.when = w
-				s1.count++
-				s1.stats.armed++
-				s1.armLocked(y, h.dueTick(w))
+				s1.startLocked()
+				s1.fileLocked(y, h.dueTick(w), true)
+				y.when.Store(w)
 				s1.mu.Unlock()
 			case <-time.After(200 * time.Millisecond): // Stop waits for Len
 				s1.mu.Unlock()

@@ -18,15 +18,16 @@ import (
 // deadline of the largest time.Duration, or a clock read far in the past,
 // is handled like any other.
 
-// Markers: unarmed in Timer.filed instead of a tick, neverArmed in
-// Timer.when instead of a deadline. Deadlines are clamped to minDeadline,
-// above both, so that no real tick or deadline can collide with them.
+// Markers: notFiled in Timer.when instead of a deadline, neverArmed in
+// Timer.filed instead of the last deadline. Deadlines are clamped to
+// minDeadline, above both, so that no real deadline can collide with them.
 const (
-	unarmed     = math.MinInt64     // not in any list: never armed, stopped, or fired
+	notFiled    = math.MinInt64     // in no list: never armed, stopped, or fired
 	minDeadline = math.MinInt64 + 2 // earliest deadline representable, in ns since origin
 
-	// neverArmed, in Timer.when, marks a timer initialized by Init and not
-	// armed since: its Deadline is the zero Time.
+	// neverArmed, in Timer.filed of a timer not filed, marks a timer
+	// initialized by Init and not armed since: its Deadline is the zero
+	// Time.
 	neverArmed = math.MinInt64
 )
 

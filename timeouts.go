@@ -130,26 +130,22 @@ func (s *Timeouts[K]) add(k K, d time.Duration) bool {
 	if !ok {
 		panic("timingwheel: Timeouts key is not equal to itself (a NaN?): it could never be found again")
 	}
-	// The clock is read under the locks (by resetTo), so that of two Adds
-	// of one key, the one that takes effect later measures d from a later
-	// reading: the latest activity wins.
+	// The clock is read under the key's lock, so that of two Adds of one
+	// key, the one that takes effect later measures d from a later
+	// reading: the latest activity wins. A live key moved later takes no
+	// other lock (see Timer.rearm).
 	a := arming{v: int64(d), rel: true}
-	if testHookAdd != nil {
-		testHookAdd()
-	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if i, ok := sh.find(k, hash); ok {
-		sh.entry(i).t.resetTo(a)
+		sh.entry(i).t.rearm(a) // a later deadline takes no other lock
 		return false
 	}
 	i := sh.alloc()
 	e := sh.entry(i)
 	e.key = k
 	hs := s.h.pickShard()
-	e.t.b.Store(&hs.oneShot)
-	e.t.f = sh.fire[hs.idx]
-	e.t.filed = unarmed
+	e.t.bindTo(hs, sh.fire[hs.idx])
 	sh.insert(hash, i)
 	e.t.resetTo(a)
 	return true
@@ -165,7 +161,7 @@ func (s *Timeouts[K]) fire(sh *timeoutShard[K], t *Timer) {
 	k := e.key
 	hash := maphash.Comparable(s.seed, k)
 	i, ok := sh.find(k, hash)
-	if !ok || sh.entry(i) != e || t.filed != unarmed {
+	if !ok || sh.entry(i) != e || t.isFiled() {
 		sh.mu.Unlock()
 		return
 	}

@@ -26,11 +26,22 @@ type Timer struct {
 	// unarmed (see resetTo), so a method that locks b's shard checks after
 	// locking that the shard is still b's.
 	b atomic.Pointer[binding]
-	// when is the deadline in nanoseconds since the origin; filed is the
-	// tick the timer was placed for (its due tick when placed), or unarmed.
-	// Both are guarded by the shard's lock.
-	when  int64
-	filed int64
+	// when is the deadline, in nanoseconds since the origin, while the
+	// timer is filed in a list of its shard, and notFiled while it is in
+	// none (never armed, stopped, fired). It is the one word a later-move
+	// changes, without the shard's lock (see Reset): a compare-and-swap
+	// from one deadline to a later one. Everything else that changes it
+	// holds the lock, and an arming's end (firing, Stop) is itself a
+	// compare-and-swap to notFiled, so a later-move and the end of the
+	// arming it moves are ordered by this word alone.
+	when atomic.Int64
+	// filed, while the timer is filed, is the tick it was filed under: its
+	// due tick then, and no later than its due tick since (a later-move
+	// leaves it where it is; the shard re-files it when that tick comes).
+	// While it is not filed, filed is the deadline it was last armed with
+	// (neverArmed if none), for Deadline. Written with the shard's lock
+	// held; a later-move reads it without (see shard.inWheel).
+	filed atomic.Int64
 	f     func()
 }
 
@@ -68,22 +79,32 @@ func (t *Timer) Init(h *Hierarchy, f func()) *Timer {
 			panic("timingwheel: Timer.Init called on an armed Timer")
 		}
 	}
-	t.b.Store(&h.pickShard().oneShot)
-	t.f = f
-	t.filed = unarmed
-	t.when = neverArmed
+	t.bindTo(h.pickShard(), f)
 	return t
 }
 
-// shard returns the timer's shard, panicking with a clear message for a
+// bindTo binds t, unarmed or not yet seen by other goroutines, to shard s
+// as a one-shot timer with callback f, never armed.
+func (t *Timer) bindTo(s *shard, f func()) {
+	t.b.Store(&s.oneShot)
+	t.f = f
+	t.when.Store(notFiled)
+	t.filed.Store(neverArmed)
+}
+
+// bound returns the timer's binding, panicking with a clear message for a
 // Timer that is not bound to a hierarchy.
-func (t *Timer) shard(method string) *shard {
+func (t *Timer) bound(method string) *binding {
 	b := t.b.Load()
 	if b == nil {
 		panic("timingwheel: " + method + " called on a zero Timer: create timers with AfterFunc, AtFunc or Every, or bind one held by value with Init or InitOn")
 	}
-	return b.s
+	return b
 }
+
+// shard returns the timer's shard, panicking with a clear message for a
+// Timer that is not bound to a hierarchy.
+func (t *Timer) shard(method string) *shard { return t.bound(method).s }
 
 // lockShard locks the timer's shard and returns it, and whether it had to
 // wait for the lock. If it had to, the current processor shares the shard
@@ -133,21 +154,37 @@ func (t *Timer) stopLocked(s *shard) bool {
 		return false
 	}
 	t.cancelRunLocked(s)
-	if t.filed != unarmed {
+	if w, ok := t.unfileLocked(notFiled); ok {
 		s.unlinkLocked(t)
-		t.filed = unarmed
+		t.filed.Store(w)
 	}
 	t.rebindLocked(s, 0)
-	s.count--
-	s.stats.stopped++
+	s.endLocked(&s.stats.stopped)
 	return true
+}
+
+// unfileLocked ends t's filing: it swaps when, the deadline t is filed
+// with, for to (notFiled, or a periodic timer's next instant), and returns
+// the deadline it ended. A later-move racing it either lands first, and
+// the deadline returned is the moved one, or finds when changed and takes
+// the lock. ok is false if t is not filed. t's shard's lock must be held.
+func (t *Timer) unfileLocked(to int64) (w int64, ok bool) {
+	for {
+		w = t.when.Load()
+		if w == notFiled {
+			return w, false
+		}
+		if t.when.CompareAndSwap(w, to) {
+			return w, true
+		}
+	}
 }
 
 // armedLocked reports whether t is armed: filed in a list, or fired with
 // its run handed to an executor and not started (see InitOn). t's shard's
 // lock must be held.
 func (t *Timer) armedLocked() bool {
-	return t.filed != unarmed || t.b.Load().pending
+	return t.when.Load() != notFiled || t.b.Load().pending
 }
 
 // Reset re-arms the timer to fire d from now (rounded up to the next tick),
@@ -159,25 +196,49 @@ func (t *Timer) armedLocked() bool {
 // fires on an Advance, never inside Reset. Reset makes a periodic timer
 // (see [Hierarchy.Every]) a one-shot one.
 //
-// Now is read once the timer's shard is locked, so a Reset that takes
-// effect after another concurrent one also measures d from a later clock
-// reading. Reset never allocates. Moving an armed timer's deadline later
-// usually only stores it, unless the timer is within level 0's span of
-// firing (1s by default): it keeps its slot and is re-filed when the slot
-// comes up.
+// Moving an armed one-shot timer's deadline later — what a connection's
+// reader does on every read — takes no lock and writes nothing but the
+// timer itself: one clock read and one compare-and-swap of its deadline.
+// The timer stays where it is filed, and its shard files it again when
+// that tick comes. Any other Reset takes the timer's shard's lock. Of two
+// concurrent Resets, the one that takes effect later also measured d from
+// a later clock reading. Reset never allocates.
 func (t *Timer) Reset(d time.Duration) bool {
-	t.shard("Reset")
-	return t.resetTo(arming{v: int64(d), rel: true, move: true})
+	t.bound("Reset")
+	return t.rearm(arming{v: int64(d), rel: true, move: true})
 }
 
 // ResetAt is like [Timer.Reset] with an absolute deadline; a deadline in the
 // past fires on the first [Hierarchy.Advance] whose clock has reached its
 // tick, as for [Hierarchy.AtFunc]. It lets a caller that re-arms
 // many timers read the clock once for all of them (see [Hierarchy.Now]),
-// which is much cheaper than a clock read per timer.
+// which is much cheaper than a clock read per timer. Moving an armed
+// one-shot timer later takes no lock, as for Reset.
 func (t *Timer) ResetAt(deadline time.Time) bool {
-	s := t.shard("ResetAt")
-	return t.resetTo(arming{v: s.h.offset(deadline), move: true})
+	b := t.bound("ResetAt")
+	return t.rearm(arming{v: b.s.h.offset(deadline), move: true})
+}
+
+// rearm re-arms t as a says (see resetTo). If t is filed in a wheel slot,
+// one-shot, and a moves its deadline later, it only swaps the deadline
+// in, without the shard's lock: the compare-and-swap fails if anything changed when since
+// it was read (a concurrent re-arm, the timer firing or stopped), and a
+// binding changed meanwhile (ResetEvery, under the lock) must be undone;
+// both take the lock instead. The clock is read after when is loaded, so
+// of two re-arms the one whose swap lands later read the clock later.
+func (t *Timer) rearm(a arming) bool {
+	b := t.b.Load()
+	old := t.when.Load()
+	switch {
+	case old != notFiled && b.moveLaterFree():
+		w := a.deadline(b.s.h)
+		if w >= old && b.s.inWheel(t.filed.Load()) && t.when.CompareAndSwap(old, w) && t.b.Load() == b {
+			return true
+		}
+	case a.onlyArmed && !b.pending:
+		return false // not armed: touch leaves it
+	}
+	return t.resetTo(a)
 }
 
 // Deadline returns the deadline the timer was last armed with: for a
@@ -186,12 +247,15 @@ func (t *Timer) ResetAt(deadline time.Time) bool {
 // and never armed, it returns the zero Time. A deadline more than about
 // 292 years from the hierarchy's origin is held at that limit.
 func (t *Timer) Deadline() time.Time {
-	t.shard("Deadline")
-	// Under the lock: a Reset reads the clock and stores the deadline
-	// there, so no Deadline sees the old one after the new one's reading.
-	s, _ := t.lockShard()
-	w := t.when
-	s.mu.Unlock()
+	s := t.shard("Deadline")
+	w := t.when.Load()
+	if w == notFiled { // the last deadline is kept under the lock
+		s, _ = t.lockShard()
+		if w = t.when.Load(); w == notFiled {
+			w = t.filed.Load()
+		}
+		s.mu.Unlock()
+	}
 	if w == neverArmed {
 		return time.Time{}
 	}
@@ -211,14 +275,13 @@ type arming struct {
 	onlyArmed bool
 }
 
-// beyondLevel0 reports whether t, filed at tick f of shard s whose now is
-// now, sits at least level 0's span after both now and the running
-// Advance's frontier: in a coarse slot, so a later deadline need only be
-// stored. It loads the frontier, a word Advance writes, only when asked.
-// s.mu must be held.
-func (t *Timer) beyondLevel0(s *shard, f, now int64) bool {
-	n := max(now, s.h.frontier.Load())
-	return f > n && f-n >= s.h.lazyTicks
+// deadline returns the deadline a arms for, reading h's clock if it is
+// relative.
+func (a arming) deadline(h *Hierarchy) int64 {
+	if a.rel {
+		return h.after(time.Duration(a.v))
+	}
+	return a.v
 }
 
 // touch re-arms t to fire d from now if it is armed, and reports whether
@@ -226,13 +289,14 @@ func (t *Timer) beyondLevel0(s *shard, f, now int64) bool {
 // deadline it had: IdleConn re-arms this way, so that a Read racing with
 // the idle close cannot move the conn's deadline past it.
 func (t *Timer) touch(d time.Duration) bool {
-	return t.resetTo(arming{v: int64(d), rel: true, onlyArmed: true})
+	return t.rearm(arming{v: int64(d), rel: true, onlyArmed: true})
 }
 
-// resetTo re-arms t as a says, under its shard's lock: the re-arm takes
-// effect there, and a relative deadline is measured from the clock read
-// there, so that concurrent re-arms of one timer take effect in one order
-// and their clock readings follow that order.
+// resetTo re-arms t as a says, under its shard's lock. A relative deadline
+// is measured from a clock reading taken after the last change of when
+// that this re-arm replaces (see setWhenLocked), so that concurrent
+// re-arms of one timer take effect in one order and their clock readings
+// follow that order.
 //
 // If t is unarmed, a.move is set and t's shard's lock was contended, it
 // arms t in the current processor's shard if that shard's lock is free: a
@@ -242,9 +306,6 @@ func (t *Timer) touch(d time.Duration) bool {
 // uncontended re-arm leaves t where it is and spares the lookup of the
 // processor's shard.
 func (t *Timer) resetTo(a arming) bool {
-	if testHookReset != nil {
-		testHookReset(t)
-	}
 	s, contended := t.lockShard()
 	armed := t.armedLocked()
 	if !armed {
@@ -260,39 +321,48 @@ func (t *Timer) resetTo(a arming) bool {
 			}
 		}
 	}
-	w := a.v
-	if a.rel {
-		w = s.h.after(time.Duration(a.v))
-	}
 	t.cancelRunLocked(s)
 	t.rebindLocked(s, a.period)
+	w, filed := t.setWhenLocked(a)
 	d := s.h.dueTick(w)
-	if f := t.filed; f != unarmed {
-		now := s.now.Load()
-		// Re-armed for the tick it is filed under, which is after now: in
-		// a wheel slot, or on the late list of a shard behind the running
-		// Advance. Only the deadline changes; the timer stays where it is.
-		// Likewise for a later deadline of a timer beyond level 0: its slot
-		// comes up no later than before, and the cascade then re-files it by
-		// the deadline it finds. A timer armed during an Advance for a tick
-		// it has passed waits on the late list, filed at a tick that may be
-		// after its shard's now but not after the Advance's frontier: count
-		// that as now too.
-		if f == d && f > now || w >= t.when && t.beyondLevel0(s, f, now) {
-			t.when = w
-			s.mu.Unlock()
-			return true
-		}
+	switch {
+	case filed && (d == t.filed.Load() || d > t.filed.Load() && s.inWheel(t.filed.Load())):
+		// Kept its tick, or moved later in a wheel: it stays where it is
+		// filed, and the shard files it again by its deadline when that
+		// tick comes.
+		s.mu.Unlock()
+		return true
+	case filed:
 		s.unlinkLocked(t)
-	} else if !armed {
-		s.count++
-		s.stats.armed++
+	case !armed:
+		s.startLocked()
 	}
-	t.when = w
-	s.armLocked(t, d)
+	s.fileLocked(t, d, true)
+	if !filed {
+		t.when.Store(w) // filed now: later-moves may swap it from here on
+	}
 	s.mu.Unlock()
 	s.h.wakeFor(d)
 	return armed
+}
+
+// setWhenLocked computes the deadline a arms t for and, if t is filed,
+// stores it; it reports the deadline and whether t was filed (the caller
+// stores it once it has filed t). A filed timer's when may be moved later meanwhile
+// without the lock (see Reset): the clock is read after when is loaded, and
+// the store is a compare-and-swap from that load, retried with a fresh
+// reading if a later-move came between. t's shard's lock must be held.
+func (t *Timer) setWhenLocked(a arming) (w int64, filed bool) {
+	for {
+		old := t.when.Load()
+		w = a.deadline(t.b.Load().s.h)
+		if old == notFiled { // only holders of the lock change it from notFiled
+			return w, false
+		}
+		if t.when.CompareAndSwap(old, w) {
+			return w, true
+		}
+	}
 }
 
 // The layers above the core (idle conns, request deadlines, Timeouts) use
@@ -311,7 +381,7 @@ func (t *Timer) home() *shard {
 // works on state kept per shard. t is left unarmed.
 func (t *Timer) initOnShard(s *shard, f func()) *Timer {
 	t.Init(s.h, f)
-	t.b.Store(&s.oneShot)
+	t.bindTo(s, f)
 	return t
 }
 
@@ -323,17 +393,18 @@ func (t *Timer) armAt(ns int64) bool {
 }
 
 // fixedDeadlineNs returns the deadline of a timer that is never re-armed
-// once other goroutines can see it (a context's), without the shard's
-// lock: the one write of when came before t was shared.
-func (t *Timer) fixedDeadlineNs() int64 { return t.when }
-
-// deadlineNs returns the deadline t was last armed with, in ns since the
-// origin. It takes the shard's lock: when is guarded by it.
-func (t *Timer) deadlineNs() int64 {
+// once other goroutines can see it (a context's) and is armed, without
+// the shard's lock.
+func (t *Timer) fixedDeadlineNs() int64 {
+	if w := t.when.Load(); w != notFiled {
+		return w
+	}
 	s, _ := t.lockShard()
-	w := t.when
-	s.mu.Unlock()
-	return w
+	defer s.mu.Unlock()
+	if w := t.when.Load(); w != notFiled {
+		return w
+	}
+	return t.filed.Load()
 }
 
 // rebindLocked binds t to shard s (locked) with period per (0: one-shot).
@@ -348,6 +419,11 @@ func (t *Timer) rebindLocked(s *shard, per int64) {
 		t.b.Store(s.bindingLocked(per))
 	}
 }
+
+// isFiled reports whether t is filed in a list: armed, and not an executor
+// timer's pending run. Timeouts asks it under its own lock, which every
+// re-arm of its timers holds.
+func (t *Timer) isFiled() bool { return t.when.Load() != notFiled }
 
 // callback returns t's callback, as Init or armNew bound it.
 func (t *Timer) callback() func() { return t.f }
