@@ -107,9 +107,13 @@ func (h *Hierarchy) advanceOrdered(target, ns int64) int {
 				continue
 			}
 			s.lock()
-			e, due := s.lookLocked(target)
+			e, due := s.nextLocked(false)
+			if !due {
+				e = math.MaxInt64
+			}
+			s.workFrom.Store(e) // a lower bound of its work from now on (see slotLocked)
 			s.mu.Unlock()
-			if due && (!ok || e < c) {
+			if e <= target && (!ok || e < c) {
 				c, ok = e, true
 			}
 		}
@@ -142,7 +146,7 @@ func (s *shard) advanceTo(c, clockNs int64) int {
 		}
 		s.mu.Unlock()
 	}()
-	if e, due := s.nextWorkLocked(c); !due || e > c {
+	if e, due := s.nextLocked(false); !due || e > c {
 		return 0
 	}
 	s.collectLocked(c)
@@ -163,9 +167,9 @@ func (h *Hierarchy) advanceParallel(target, ns int64) int {
 	)
 	for _, s := range h.shards {
 		s.lock()
-		_, due := s.nextWorkLocked(target)
+		e, due := s.nextLocked(false)
 		s.mu.Unlock()
-		if !due {
+		if !due || e > target {
 			continue
 		}
 		wg.Go(func() {
@@ -182,9 +186,9 @@ func (h *Hierarchy) advanceParallel(target, ns int64) int {
 				}()
 				for {
 					s.lock()
-					c, due := s.nextWorkLocked(target)
+					c, due := s.nextLocked(false)
 					s.mu.Unlock()
-					if !due {
+					if !due || c > target {
 						return
 					}
 					n += s.advanceTo(c, ns)

@@ -89,7 +89,7 @@ func (t *Timer) runOn(pair *[2]binding) bool {
 	emptied := false
 	if t.when.Load() == notFiled { // a one-shot run: the arming ends here
 		s.hops--
-		s.endLocked(&s.stats.fired)
+		s.tallyLocked(-1, &s.stats.fired)
 		emptied = s.count == 0
 	}
 	s.mu.Unlock()

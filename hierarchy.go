@@ -158,7 +158,7 @@ func (h *Hierarchy) arm(t *Timer, w, per int64) *Timer {
 	}
 	t.b.Store(s.bindingLocked(per))
 	d := h.dueTick(w)
-	s.startLocked()
+	s.tallyLocked(+1, &s.stats.armed)
 	s.fileLocked(t, d, true)
 	t.when.Store(w)
 	s.mu.Unlock()
@@ -227,7 +227,7 @@ func (h *Hierarchy) Next() (time.Time, bool) {
 	found := false
 	h.lockAll() // one instant: a timer handed from one shard to another is seen once, not never
 	for _, s := range h.shards {
-		e, ok := s.nextDueLocked()
+		e, ok := s.earliestDueLocked()
 		if ok && (!found || e < best) {
 			best, found = e, true
 		}
@@ -246,7 +246,7 @@ func (h *Hierarchy) nextWake() (int64, bool) {
 	found := false
 	for _, s := range h.shards {
 		s.lock()
-		e, ok := s.nextWakeLocked()
+		e, ok := s.nextLocked(true)
 		s.mu.Unlock()
 		if ok && (!found || e < best) {
 			best, found = e, true

@@ -32,7 +32,7 @@ type shard struct {
 	now atomic.Int64 // current tick; written with mu held
 
 	// workFrom is a lower bound on the tick of the shard's next work for
-	// an Advance (see nextWorkLocked), from when an Advance last looked:
+	// an Advance (see nextLocked), from when an Advance last looked:
 	// slotLocked lowers it for each timer it files. It is written with mu
 	// held and read without it, so that an Advance passes over shards
 	// with nothing due instead of taking their locks every tick.
@@ -162,17 +162,11 @@ func (s *shard) fileLocked(t *Timer, d int64, fresh bool) {
 	s.slotLocked(t, d)
 }
 
-// startLocked counts an arming that starts: a timer armed that was not.
-// endLocked counts one that ends, in stat (fired or stopped). These two
-// are the only places the count of armed timers changes. s.mu must be
-// held.
-func (s *shard) startLocked() {
-	s.count++
-	s.stats.armed++
-}
-
-func (s *shard) endLocked(stat *uint64) {
-	s.count--
+// tallyLocked counts an arming that starts (by +1: a timer armed that was
+// not, in stats.armed) or ends (by -1, in stats.fired or stats.stopped):
+// the only place the count of armed timers changes. s.mu must be held.
+func (s *shard) tallyLocked(by int, stat *uint64) {
+	s.count += by
 	*stat++
 }
 
@@ -265,11 +259,13 @@ func (s *shard) nextEventLocked() (tick int64, lv, slot int, ok bool) {
 	return
 }
 
-// nextWorkLocked returns the tick of the shard's next work for an Advance
-// to target: the head of the firing or overdue list, or the next event of
-// the wheels, if it is at or before target. The late list waits for the
-// next Advance. s.mu must be held.
-func (s *shard) nextWorkLocked(target int64) (int64, bool) {
+// nextLocked returns the tick of the shard's next work, and false if it
+// has none: the earliest of the wheels' next event (a firing or a
+// cascade) and the heads of the firing and overdue lists, which are in
+// order. withLate adds the late list, which waits for the next Advance:
+// the driver asks with it, to call that Advance; an Advance asks without
+// it. It costs O(levels), not O(timers). s.mu must be held.
+func (s *shard) nextLocked(withLate bool) (int64, bool) {
 	e, _, _, ok := s.nextEventLocked()
 	for _, l := range []*Timer{&s.firing, &s.overdue} {
 		if !l.empty() {
@@ -278,42 +274,19 @@ func (s *shard) nextWorkLocked(target int64) (int64, bool) {
 			}
 		}
 	}
-	return e, ok && e <= target
-}
-
-// lookLocked is nextWorkLocked for Advance, which also sets workFrom to
-// the tick it finds. s.mu must be held.
-func (s *shard) lookLocked(target int64) (int64, bool) {
-	e, due := s.nextWorkLocked(math.MaxInt64)
-	if !due {
-		e = math.MaxInt64
-	}
-	s.workFrom.Store(e)
-	return e, due && e <= target
-}
-
-// nextWakeLocked returns the tick of the next work for Advance: the
-// earliest event of the wheels (which may be a cascade) or of the overdue,
-// late and firing lists. It costs O(levels), not O(timers). s.mu must be
-// held.
-func (s *shard) nextWakeLocked() (int64, bool) {
-	if s.count == 0 {
-		return 0, false
-	}
-	e, ok := s.nextWorkLocked(math.MaxInt64)
-	if (s.sorting || !s.late.empty()) && (!ok || s.lateMin < e) {
+	if withLate && (s.sorting || !s.late.empty()) && (!ok || s.lateMin < e) {
 		e, ok = s.lateMin, true // may be earlier than needed after a Stop: harmless
 	}
 	return e, ok
 }
 
-// nextDueLocked returns the earliest due tick of the armed timers, looking
+// earliestDueLocked returns the earliest due tick of the armed timers, looking
 // at no more than nextBudget timers: the overdue, firing and level-0 lists are in
 // tick order, so their heads tell; the late list and coarse slots are
 // scanned, coarse slots in order while they start before the best found.
 // When the budget runs out, it returns the earliest event instead: a
 // cascade, at or before every deadline still unseen. s.mu must be held.
-func (s *shard) nextDueLocked() (best int64, ok bool) {
+func (s *shard) earliestDueLocked() (best int64, ok bool) {
 	if s.count == 0 {
 		return 0, false
 	}
@@ -474,7 +447,7 @@ func (s *shard) fireLocked(clockNs int64, held *bool) (ran int) {
 			t.filed.Store(w) // still counted: armed until the run starts (see runOn)
 		default:
 			t.filed.Store(w)
-			s.endLocked(&s.stats.fired)
+			s.tallyLocked(-1, &s.stats.fired)
 		}
 		if b.exec {
 			s.handOverLocked(t)

@@ -686,7 +686,7 @@ func TestShards_LenIsOneInstant(t *testing.T) {
 				y := &Timer{f: func() {}}
 				w := h.after(time.Hour)
 				y.b.Store(&s1.oneShot)
-				s1.startLocked()
+				s1.tallyLocked(+1, &s1.stats.armed)
 				s1.fileLocked(y, h.dueTick(w), true)
 				y.when.Store(w)
 				s1.mu.Unlock()

@@ -159,7 +159,7 @@ func (t *Timer) stopLocked(s *shard) bool {
 		t.filed.Store(w)
 	}
 	t.rebindLocked(s, 0)
-	s.endLocked(&s.stats.stopped)
+	s.tallyLocked(-1, &s.stats.stopped)
 	return true
 }
 
@@ -221,11 +221,15 @@ func (t *Timer) ResetAt(deadline time.Time) bool {
 
 // rearm re-arms t as a says (see resetTo). If t is filed in a wheel slot,
 // one-shot, and a moves its deadline later, it only swaps the deadline
-// in, without the shard's lock: the compare-and-swap fails if anything changed when since
-// it was read (a concurrent re-arm, the timer firing or stopped), and a
-// binding changed meanwhile (ResetEvery, under the lock) must be undone;
-// both take the lock instead. The clock is read after when is loaded, so
-// of two re-arms the one whose swap lands later read the clock later.
+// in, without the shard's lock: the compare-and-swap fails if anything
+// changed when since it was read (a concurrent re-arm, the timer firing
+// or stopped), and the re-arm then takes the lock. The clock is read after
+// when is loaded, so of two re-arms the one whose swap lands later read
+// the clock later. The binding is checked again after the swap: a
+// ResetEvery under the lock that stored the very deadline when held (an
+// A-B-A the swap cannot see) made the timer periodic, and the lock's path
+// makes it one-shot again. ResetEvery swaps its deadline in before it
+// rebinds, so a swap that lands first finds the binding unchanged.
 func (t *Timer) rearm(a arming) bool {
 	b := t.b.Load()
 	old := t.when.Load()
@@ -321,9 +325,11 @@ func (t *Timer) resetTo(a arming) bool {
 			}
 		}
 	}
+	// The deadline first, then the binding: a later-move that swapped its
+	// deadline in just before finds its binding unchanged (see rearm).
+	w, filed := t.setWhenLocked(a)
 	t.cancelRunLocked(s)
 	t.rebindLocked(s, a.period)
-	w, filed := t.setWhenLocked(a)
 	d := s.h.dueTick(w)
 	switch {
 	case filed && (d == t.filed.Load() || d > t.filed.Load() && s.inWheel(t.filed.Load())):
@@ -335,7 +341,7 @@ func (t *Timer) resetTo(a arming) bool {
 	case filed:
 		s.unlinkLocked(t)
 	case !armed:
-		s.startLocked()
+		s.tallyLocked(+1, &s.stats.armed)
 	}
 	s.fileLocked(t, d, true)
 	if !filed {
