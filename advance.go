@@ -58,7 +58,9 @@ func (h *Hierarchy) advance() int {
 		// among the overdue timers, in order; then the late arrivals.
 		for t := s.firing.next; t != &s.firing; t = s.firing.next {
 			t.unlink()
-			s.fileLateLocked(t, t.filed.Load())
+			// Filed again by its deadline, which a later-move may have
+			// changed since (see shard.inWheel).
+			s.fileLocked(t, s.h.dueTick(t.when.Load()), false)
 		}
 		s.mu.Unlock()
 		s.mergeLate()

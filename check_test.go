@@ -90,7 +90,7 @@ func (sh *shard) check() error {
 			if x.home() != sh || x.f == nil {
 				return errors.New("foreign node")
 			}
-			f := x.filed.Load()
+			f := x.filed
 			w := x.when.Load()
 			if w == notFiled {
 				return fmt.Errorf("timer in a list is marked not filed (filed %d)", f)
@@ -135,7 +135,7 @@ func (sh *shard) check() error {
 			}
 			name := func() string { return fmt.Sprintf("level %d slot %d", i, s) }
 			err := walk(name, sent, func(t *Timer) error {
-				f := t.filed.Load()
+				f := t.filed
 				switch {
 				case f < now:
 					return fmt.Errorf("filed at tick %d, before now %d", f, now)
@@ -155,7 +155,7 @@ func (sh *shard) check() error {
 	}
 	prev := int64(minDeadline)
 	if err := walk(func() string { return "overdue" }, &h.overdue, func(t *Timer) error {
-		f := t.filed.Load()
+		f := t.filed
 		// Before now, or at now if armed by a callback of the tick now.
 		if f < prev || f > now {
 			return fmt.Errorf("filed at tick %d: unsorted (after %d) or after now %d", f, prev, now)
@@ -167,7 +167,7 @@ func (sh *shard) check() error {
 	}
 	minLate := int64(math.MaxInt64)
 	if err := walk(func() string { return "late" }, &h.late, func(t *Timer) error {
-		f := t.filed.Load()
+		f := t.filed
 		if f > now {
 			return fmt.Errorf("filed at tick %d, after now %d", f, now)
 		}
@@ -182,7 +182,7 @@ func (sh *shard) check() error {
 	// The firing list is empty between Advances, unless a callback panicked
 	// and left the rest of its batch to the next Advance.
 	if err := walk(func() string { return "firing" }, &h.firing, func(t *Timer) error {
-		if f := t.filed.Load(); f > now {
+		if f := t.filed; f > now {
 			return fmt.Errorf("filed at tick %d, after now %d", f, now)
 		}
 		return nil

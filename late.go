@@ -31,7 +31,7 @@ type lateTimer struct {
 // fileLateLocked files t, due at tick d before now (or at now, while an
 // Advance runs), on the late list for the next Advance. s.mu must be held.
 func (s *shard) fileLateLocked(t *Timer, d int64) {
-	t.filed.Store(d)
+	t.filed = d
 	if (s.late.empty() && !s.sorting) || d < s.lateMin {
 		s.lateMin = d
 	}
@@ -58,7 +58,7 @@ func (s *shard) mergeLate() {
 			}
 			t.unlink()
 			t.next, t.prev = &s.limbo, &s.limbo
-			sc = append(sc, lateTimer{t, t.filed.Load()})
+			sc = append(sc, lateTimer{t, t.filed})
 		}
 		s.yieldLocked()
 	}
@@ -72,7 +72,7 @@ func (s *shard) mergeLate() {
 	// Put them back in order: appended when they all come after the
 	// overdue list's last timer (the usual case: it is empty unless the
 	// clock went backwards), else each merged in at its place.
-	atEnd := s.overdue.empty() || s.overdue.prev.filed.Load() <= sc[0].filed
+	atEnd := s.overdue.empty() || s.overdue.prev.filed <= sc[0].filed
 	x := s.overdue.next
 	for i, lt := range sc {
 		if i > 0 && i%s.h.batchSize() == 0 {
@@ -88,7 +88,7 @@ func (s *shard) mergeLate() {
 			s.overdue.pushBack(t)
 			continue
 		}
-		for x != &s.overdue && x.filed.Load() <= lt.filed {
+		for x != &s.overdue && x.filed <= lt.filed {
 			x = x.next
 		}
 		x.insertBefore(t)

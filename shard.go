@@ -134,12 +134,15 @@ func (s *shard) lateForLocked(d int64) bool {
 	return d < s.now.Load() || s.advancing && d <= max(s.now.Load(), s.h.frontier.Load())
 }
 
-// inWheel reports whether a timer filed at tick f is in a wheel slot whose
-// tick has not come: f is after the shard's now and after the running
-// Advance's frontier. A timer on the late, overdue or firing list is filed
-// at or before one of them. It needs no lock, for a later-move (see
-// Timer.rearm): a timer in a slot stays in one until its tick comes, and
-// is then re-filed by its deadline. The frontier is loaded first:
+// inWheel reports whether tick f is after the shard's now and after the
+// running Advance's frontier. A timer filed at such a tick is in a wheel
+// slot whose tick has not come; one on the late, overdue or firing list is
+// filed at or before one of them. A later-move (see Timer.rearm) asks it
+// without the lock, of the due tick of the deadline it replaces: a timer is
+// filed at that tick or before, and the timers of the late list at
+// exactly that tick (they are never moved later in place), so a due tick
+// past both means a slot — or a timer collected for firing since, which
+// the firing re-files by its deadline. The frontier is loaded first:
 // endAdvance moves every shard's now before it clears the frontier, so a
 // cleared frontier comes with a now at least as far.
 func (s *shard) inWheel(f int64) bool {
@@ -158,7 +161,7 @@ func (s *shard) fileLocked(t *Timer, d int64, fresh bool) {
 		s.fileLateLocked(t, d)
 		return
 	}
-	t.filed.Store(d)
+	t.filed = d
 	s.slotLocked(t, d)
 }
 
@@ -214,7 +217,7 @@ func (s *shard) unlinkLocked(t *Timer) {
 	if head := t.unlink(); head != nil {
 		// That emptied the list: if it is the slot t was filed in, its
 		// occupancy bit goes.
-		if l, sl, ok := s.slotFiledLocked(t.filed.Load()); ok && head == &l.slots[sl] {
+		if l, sl, ok := s.slotFiledLocked(t.filed); ok && head == &l.slots[sl] {
 			l.clearOccupied(sl)
 		}
 	}
@@ -269,7 +272,7 @@ func (s *shard) nextLocked(withLate bool) (int64, bool) {
 	e, _, _, ok := s.nextEventLocked()
 	for _, l := range []*Timer{&s.firing, &s.overdue} {
 		if !l.empty() {
-			if f := l.next.filed.Load(); !ok || f < e {
+			if f := l.next.filed; !ok || f < e {
 				e, ok = f, true
 			}
 		}
@@ -300,9 +303,9 @@ func (s *shard) earliestDueLocked() (best int64, ok bool) {
 	// timer collected for firing may have been moved later meanwhile (see
 	// Timer.rearm): its deadline tells.
 	for _, l := range []*Timer{&s.firing, &s.overdue} {
-		for t := l.next; t != l && (!ok || t.filed.Load() < best); t = t.next {
+		for t := l.next; t != l && (!ok || t.filed < best); t = t.next {
 			if budget--; budget < 0 {
-				consider(t.filed.Load())
+				consider(t.filed)
 				break
 			}
 			consider(s.h.dueTick(t.when.Load()))
@@ -342,7 +345,7 @@ func (s *shard) earliestDueLocked() (best int64, ok bool) {
 // leaves now at c (or where it was, if later). s.mu must be held; it is
 // released and taken again between batches of a long cascade.
 func (s *shard) collectLocked(c int64) {
-	for t := s.overdue.next; t != &s.overdue && t.filed.Load() <= c; t = s.overdue.next {
+	for t := s.overdue.next; t != &s.overdue && t.filed <= c; t = s.overdue.next {
 		t.unlink()
 		s.firing.pushBack(t)
 	}
@@ -402,7 +405,7 @@ func (t *Timer) claimLocked(b *binding, clockNs int64) (w, next int64, due bool)
 	h := b.s.h
 	for {
 		w = t.when.Load()
-		if h.dueTick(w) != t.filed.Load() {
+		if h.dueTick(w) != t.filed {
 			return w, 0, false
 		}
 		next = notFiled
@@ -432,7 +435,7 @@ func (s *shard) fireLocked(clockNs int64, held *bool) (ran int) {
 			return ran
 		}
 		t.unlink()
-		filed := t.filed.Load()
+		filed := t.filed
 		b := t.b.Load()
 		w, next, due := t.claimLocked(b, clockNs)
 		if !due {
@@ -444,9 +447,9 @@ func (s *shard) fireLocked(clockNs int64, held *bool) (ran int) {
 		case b.period > 0:
 			s.rearmPeriodicLocked(t, next)
 		case b.exec:
-			t.filed.Store(w) // still counted: armed until the run starts (see runOn)
+			t.filed = w // still counted: armed until the run starts (see runOn)
 		default:
-			t.filed.Store(w)
+			t.filed = w
 			s.tallyLocked(-1, &s.stats.fired)
 		}
 		if b.exec {

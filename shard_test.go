@@ -158,7 +158,7 @@ func TestShards_ConcurrentArmsFireOnTimeAndInOrder(t *testing.T) {
 		for _, a := range all {
 			if a.done.Load()-1 < k && a.firedIn.Load() == 0 && due(a.tm.Deadline()) <= tick(now) {
 				sh := a.tm.home()
-				t.Fatalf("Advance %d to tick %d did not fire a timer due at tick %d armed before it began (done %d; shard %d filed %d when %d now %d; firedIn %d)", k, tick(now), due(a.tm.Deadline()), a.done.Load(), sh.idx, a.tm.filed.Load(), a.tm.when.Load(), sh.now.Load(), a.firedIn.Load())
+				t.Fatalf("Advance %d to tick %d did not fire a timer due at tick %d armed before it began (done %d; shard %d filed %d when %d now %d; firedIn %d)", k, tick(now), due(a.tm.Deadline()), a.done.Load(), sh.idx, a.tm.filed, a.tm.when.Load(), sh.now.Load(), a.firedIn.Load())
 			}
 		}
 		mu.Unlock()
@@ -297,7 +297,7 @@ func TestCascade_TimersStayStoppableBetweenBatches(t *testing.T) {
 func lazyTimer(t *testing.T) (*Hierarchy, *fakeClock, *Timer) {
 	h, clk := newFake(t, WithShards(1))
 	tm := h.AfterFunc(2*time.Minute, func() {})
-	f, now := tm.filed.Load(), tm.home().now.Load()
+	f, now := tm.filed, tm.home().now.Load()
 	require.GreaterOrEqual(t, f-now, h.lazyTicks, "the timer is beyond level 0")
 	return h, clk, tm
 }
@@ -320,7 +320,7 @@ func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 	for i := range 3 { // later in the same minute slot: the cascade takes batches after tm's
 		others = append(others, h.AtFunc(origin.Add(2*time.Minute+time.Duration(10+i)*time.Second), func() {}))
 	}
-	require.GreaterOrEqual(t, tm.filed.Load()-s.now.Load(), h.lazyTicks, "the timer is beyond level 0")
+	require.GreaterOrEqual(t, tm.filed-s.now.Load(), h.lazyTicks, "the timer is beyond level 0")
 
 	// The Reset's goroutine and the cascade's hook wait for each other
 	// at most 2s, then carry on and leave a flag for the test to report:
@@ -339,7 +339,7 @@ func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 		}
 		// Batch 1 moved tm down to level 0, filed by its old deadline.
 		s.lock()
-		l0, f := s.levels[0], tm.filed.Load()
+		l0, f := s.levels[0], tm.filed
 		cascaded = tm.next != nil && f >= l0.start && f <= l0.last && l0.slots[l0.slotOf(f)].next == tm
 		s.mu.Unlock()
 		letStore() // the Reset stores its deadline with the cascade half done

@@ -706,7 +706,7 @@ func (s *sim) step() {
 			w = satAdd(st.when, s.src.intn(2*s.widths[1]*s.tick)) // later: the lazy path
 		}
 		if st.armed {
-			if w >= st.when && st.t.home().inWheel(st.t.filed.Load()) {
+			if w >= st.when && st.t.home().inWheel(st.t.filed) {
 				s.stats["lazy-reset"]++
 			}
 			if s.modelDue(clampNs(w)) == s.modelDue(st.when) {

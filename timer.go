@@ -39,9 +39,8 @@ type Timer struct {
 	// due tick then, and no later than its due tick since (a later-move
 	// leaves it where it is; the shard re-files it when that tick comes).
 	// While it is not filed, filed is the deadline it was last armed with
-	// (neverArmed if none), for Deadline. Written with the shard's lock
-	// held; a later-move reads it without (see shard.inWheel).
-	filed atomic.Int64
+	// (neverArmed if none), for Deadline. Guarded by the shard's lock.
+	filed int64
 	f     func()
 }
 
@@ -89,7 +88,7 @@ func (t *Timer) bindTo(s *shard, f func()) {
 	t.b.Store(&s.oneShot)
 	t.f = f
 	t.when.Store(notFiled)
-	t.filed.Store(neverArmed)
+	t.filed = neverArmed
 }
 
 // bound returns the timer's binding, panicking with a clear message for a
@@ -156,7 +155,7 @@ func (t *Timer) stopLocked(s *shard) bool {
 	t.cancelRunLocked(s)
 	if w, ok := t.unfileLocked(notFiled); ok {
 		s.unlinkLocked(t)
-		t.filed.Store(w)
+		t.filed = w
 	}
 	t.rebindLocked(s, 0)
 	s.tallyLocked(-1, &s.stats.stopped)
@@ -236,7 +235,7 @@ func (t *Timer) rearm(a arming) bool {
 	switch {
 	case old != notFiled && b.moveLaterFree():
 		w := a.deadline(b.s.h)
-		if w >= old && b.s.inWheel(t.filed.Load()) && t.when.CompareAndSwap(old, w) && t.b.Load() == b {
+		if w >= old && b.s.inWheel(b.s.h.dueTick(old)) && t.when.CompareAndSwap(old, w) && t.b.Load() == b {
 			return true
 		}
 	case a.onlyArmed && !b.pending:
@@ -256,7 +255,7 @@ func (t *Timer) Deadline() time.Time {
 	if w == notFiled { // the last deadline is kept under the lock
 		s, _ = t.lockShard()
 		if w = t.when.Load(); w == notFiled {
-			w = t.filed.Load()
+			w = t.filed
 		}
 		s.mu.Unlock()
 	}
@@ -332,7 +331,7 @@ func (t *Timer) resetTo(a arming) bool {
 	t.rebindLocked(s, a.period)
 	d := s.h.dueTick(w)
 	switch {
-	case filed && (d == t.filed.Load() || d > t.filed.Load() && s.inWheel(t.filed.Load())):
+	case filed && (d == t.filed || d > t.filed && s.inWheel(t.filed)):
 		// Kept its tick, or moved later in a wheel: it stays where it is
 		// filed, and the shard files it again by its deadline when that
 		// tick comes.
@@ -410,7 +409,7 @@ func (t *Timer) fixedDeadlineNs() int64 {
 	if w := t.when.Load(); w != notFiled {
 		return w
 	}
-	return t.filed.Load()
+	return t.filed
 }
 
 // rebindLocked binds t to shard s (locked) with period per (0: one-shot).
