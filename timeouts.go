@@ -307,8 +307,7 @@ func (sh *timeoutShard[K]) remove(k K, hash uint64, i uint32) {
 	sh.n--
 	e := sh.entry(i)
 	var zero K
-	e.key = zero // hold no reference to the key
-	e.t.f = nil
+	e.key = zero // hold no reference to the key; the timer's callback is the shard's, shared
 	sh.free = append(sh.free, i)
 }
 

@@ -14,10 +14,11 @@ import (
 //
 // Every method except Init and InitOn is safe for concurrent use, also on
 // the same Timer. Concurrent re-arms of one timer take effect one after
-// another, each at an instant during its call: a Reset(d) reads the clock
-// at that instant, so of two Resets the one that takes effect later also
-// measures d from a later reading, and [Timer.Deadline] returns the
-// deadline of the re-arm that took effect last.
+// another, each at an instant during its call, and a Reset(d) measures d
+// from a clock reading taken during its call after the re-arm before it
+// took effect: of two Resets, the one that takes effect later also
+// measures d from a later reading. [Timer.Deadline] returns the deadline
+// of the re-arm that took effect last.
 type Timer struct {
 	next, prev *Timer // position in a list; nil when in none
 	// b is what the timer is bound to: its shard, and whether it is
