@@ -30,6 +30,7 @@ type gatedClock struct {
 	held      chan struct{} // closed when a reading is held
 	release   chan struct{}
 	afterRead bool
+	skip      int // readings to let pass before the one held
 }
 
 func newGated(t *testing.T, opts ...Option) (*Hierarchy, *gatedClock) {
@@ -42,7 +43,12 @@ func newGated(t *testing.T, opts ...Option) (*Hierarchy, *gatedClock) {
 func (c *gatedClock) Since(t time.Time) time.Duration {
 	c.mu.Lock()
 	held, release, after := c.held, c.release, c.afterRead
-	c.held, c.release = nil, nil
+	if c.skip > 0 {
+		c.skip--
+		held = nil
+	} else {
+		c.held, c.release = nil, nil
+	}
 	c.mu.Unlock()
 	if held == nil {
 		return c.fakeClock.Since(t)
@@ -63,11 +69,20 @@ func (c *gatedClock) gate() (held <-chan struct{}, release func()) { return c.ar
 
 func (c *gatedClock) gateAfterRead() (held <-chan struct{}, release func()) { return c.arm(true) }
 
+// gateNthAfterRead is gateAfterRead for the reading after the next n.
+func (c *gatedClock) gateNthAfterRead(n int) (held <-chan struct{}, release func()) {
+	held, release = c.arm(true)
+	c.mu.Lock()
+	c.skip = n
+	c.mu.Unlock()
+	return held, release
+}
+
 func (c *gatedClock) arm(after bool) (held <-chan struct{}, release func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h, r := make(chan struct{}), make(chan struct{})
-	c.held, c.release, c.afterRead = h, r, after
+	c.held, c.release, c.afterRead, c.skip = h, r, after, 0
 	var once sync.Once
 	return h, func() { once.Do(func() { close(r) }) }
 }
@@ -447,4 +462,137 @@ func TestReset_LaterDeadlineReadsFrontierBeforeNow(t *testing.T) {
 	assert.Equal(t, int32(1), yFired.Load(), "a timer moved to a past deadline fires once, on the next Advance")
 	assert.Equal(t, 0, h.Len())
 	mustCheck(t, h)
+}
+
+// TestReArm_LaterMoveRacingResetEveryOfTheSameDeadline: a later-move loads
+// the timer's binding and deadline, reads the clock and is held there;
+// meanwhile ResetEvery(p), under the lock, makes the timer periodic with
+// the very deadline it had (armed with AfterFunc(p) at the same instant).
+// The later-move's compare-and-swap cannot see that change; its check of
+// the binding after the swap must, and make the timer one-shot again, as
+// a Reset that takes effect after a ResetEvery does.
+func TestReArm_LaterMoveRacingResetEveryOfTheSameDeadline(t *testing.T) {
+	h, clk := newGated(t, WithShards(1))
+	start := clk.Now()
+	fired := 0
+	tm := h.AfterFunc(time.Second, func() { fired++ })
+	held, release := clk.gateAfterRead()
+	t.Cleanup(release)
+	resetDone := make(chan bool, 1)
+	go func() { resetDone <- tm.Reset(2 * time.Second) }()
+	recvWithin(t, 5*time.Second, held, "the Reset's clock reading")
+	assert.True(t, tm.ResetEvery(time.Second), "ResetEvery found the timer armed")
+	require.Equal(t, start.Add(time.Second), tm.Deadline(), "ResetEvery stored the deadline the timer had")
+	release()
+	assert.True(t, recvWithin(t, 5*time.Second, resetDone, "the Reset"), "the Reset found the timer armed")
+	require.Equal(t, start.Add(2*time.Second), tm.Deadline())
+	clk.Set(start.Add(time.Second))
+	advanceWithin(t, h, "ResetEvery's first instant")
+	assert.Zero(t, fired, "the timer ran at ResetEvery's instant: the Reset that took effect after it did not make it one-shot")
+	clk.Set(start.Add(2 * time.Second))
+	advanceWithin(t, h, "the Reset's deadline")
+	assert.Equal(t, 1, fired, "fires at the Reset's deadline")
+	clk.Set(start.Add(5 * time.Second))
+	advanceWithin(t, h, "later")
+	assert.Equal(t, 1, fired, "a one-shot timer fires once")
+	assert.Zero(t, h.Len())
+	mustCheck(t, h)
+}
+
+// TestReArm_LockedReArmAfterALaterMoveMeasuresFromALaterReading: a re-arm
+// under the lock (here an earlier deadline) reads the clock at 10ms, under
+// the lock, and is held there; a later-move, at 60ms, takes no lock and
+// takes effect first. The locked re-arm then takes effect after it, so it
+// must measure from a reading no earlier than the later-move's: it finds
+// the deadline changed since it read the clock, and reads it again.
+func TestReArm_LockedReArmAfterALaterMoveMeasuresFromALaterReading(t *testing.T) {
+	h, clk := newGated(t, WithShards(1))
+	start := clk.Now()
+	tm := h.AfterFunc(time.Hour, func() {})
+	clk.Add(10 * time.Millisecond)
+	held, release := clk.gateNthAfterRead(1) // the first reading tries the later-move; the second is under the lock
+	t.Cleanup(release)
+	aDone := make(chan bool, 1)
+	go func() { aDone <- tm.Reset(100 * time.Millisecond) }()
+	recvWithin(t, 5*time.Second, held, "Reset A's reading under the lock")
+	clk.Set(start.Add(60 * time.Millisecond))
+	bDone := make(chan bool, 1)
+	go func() { bDone <- tm.Reset(2 * time.Hour) }() // a later-move: no lock
+	assert.True(t, recvWithin(t, 5*time.Second, bDone, "Reset B, a later-move while A holds the lock"))
+	release()
+	assert.True(t, recvWithin(t, 5*time.Second, aDone, "Reset A, released"))
+	assert.Equal(t, start.Add(160*time.Millisecond), tm.Deadline(),
+		"the re-arm that took effect last measured from a reading before the one before it")
+	mustCheck(t, h)
+}
+
+// TestReset_LaterDeadlineFromACallbackOfALateTimer: a callback arms a timer,
+// in a shard whose now lags (it had no work), for a tick this Advance
+// already fired: it waits on the late list, filed after that shard's now
+// but not after the Advance's frontier. The callback then moves it later,
+// still before this Advance's tick. That must take the lock and file it
+// by its new deadline, so that it fires in this Advance or the next, once;
+// a later-move that judged the timer by its shard's now alone would leave
+// it on the late list by its old tick, and the next Advance would find it
+// due after its filing, too late to fire it.
+func TestReset_LaterDeadlineFromACallbackOfALateTimer(t *testing.T) {
+	h, clk := newFake(t, WithShards(2))
+	origin := h.origin
+	first, last := h.shards[0], h.shards[1]
+	var pick atomic.Pointer[shard]
+	pick.Store(first)
+	h.knobs().pick = func() *shard { return pick.Load() }
+	var yFired int
+	var reset bool
+	h.AfterFunc(2*time.Second, func() {
+		pick.Store(last)
+		y := h.AtFunc(origin.Add(2*time.Second), func() { yFired++ })
+		reset = y.ResetAt(origin.Add(2500 * time.Millisecond))
+	})
+	clk.Set(origin.Add(2900 * time.Millisecond))
+	advanceWithin(t, h, "the Advance whose callback arms and moves the timer")
+	assert.True(t, reset, "the move found the timer armed")
+	clk.Set(origin.Add(3 * time.Second))
+	advanceWithin(t, h, "the next Advance")
+	assert.Equal(t, 1, yFired, "a timer moved by a callback to a tick this Advance reaches fires in it or the next, once")
+	mustCheck(t, h)
+}
+
+// TestLaterMove_RacingTheFiringIsExactlyOnce: timers due now are moved
+// later without the lock by one goroutine while another fires them. A
+// move that returned true cancelled the firing of that arming: the
+// callback must not run; one that returned false came after the firing:
+// the callback ran, once. Both are decided by the compare-and-swap of the
+// timer's deadline against the firing's own (claimLocked).
+func TestLaterMove_RacingTheFiringIsExactlyOnce(t *testing.T) {
+	const n = 4096
+	stopAt := time.Now().Add(volume(500*time.Millisecond, 10*time.Second))
+	for round := 0; time.Now().Before(stopAt); round++ {
+		h, clk := newFake(t, WithShards(2))
+		timers := make([]Timer, n)
+		fired := make([]int, n)
+		for i := range timers {
+			timers[i].Init(h, func() { fired[i]++ })
+			timers[i].Reset(time.Millisecond)
+		}
+		clk.Add(time.Millisecond)
+		moved := make([]bool, n)
+		start := make(chan struct{})
+		done, settle := goWatched(t, func() {
+			<-start
+			for i := range timers {
+				moved[i] = timers[i].Reset(time.Hour)
+			}
+		})
+		close(start)
+		advanceWithin(t, h, "the firing racing the later-moves")
+		recvWithin(t, 10*time.Second, done, "the later-moves")
+		settle()
+		for i := range timers {
+			if want := map[bool]int{true: 0, false: 1}[moved[i]]; fired[i] != want {
+				t.Fatalf("round %d, timer %d: Reset returned %v and the callback ran %d times, want %d", round, i, moved[i], fired[i], want)
+			}
+		}
+		mustCheck(t, h)
+	}
 }
