@@ -175,13 +175,6 @@ func BenchmarkServerReset(b *testing.B) {
 		})
 }
 
-// wrapIdle wraps c in the library's idle conn, which closes it once idle
-// passes without data read and re-arms on each Read. It is the one place
-// BenchmarkServerConnRead names the library's API for that.
-func wrapIdle(h *timingwheel.Hierarchy, c net.Conn, idle time.Duration) net.Conn {
-	return idleConn(h, c, idle)
-}
-
 // oneByteConn is a net.Conn whose Read returns one byte at once and whose
 // Write takes everything at once, so that what wraps it is measured alone.
 // Each conn is its own allocation, as a real one is.
@@ -253,8 +246,8 @@ type serverConns struct {
 // one at random, on one goroutine (mode=loop) or from 8 goroutines per core
 // (mode=parallel).
 //
-//	impl=wheel    the library's idle conn (wrapIdle; needs -tags idleconn,
-//	              left out without it)
+//	impl=wheel    the library's idle conn (idleConn, set in idleconn_test.go:
+//	              needs -tags idleconn, left out without it)
 //	impl=runtime  timerConn: a conn that resets its own time.AfterFunc
 //	              timer on each Read that returns data
 //
@@ -279,7 +272,7 @@ func BenchmarkServerConnRead(b *testing.B) {
 			for i := range s.conns {
 				c := &oneByteConn{id: i}
 				if impl == "wheel" {
-					s.conns[i] = wrapIdle(s.h, c, serverIdle)
+					s.conns[i] = idleConn(s.h, c, serverIdle)
 				} else {
 					s.conns[i] = newTimerConn(c, serverIdle)
 				}
