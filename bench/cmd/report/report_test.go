@@ -226,8 +226,6 @@ func TestPageNamesTheCommitAndEveryRowHasItsInterval(t *testing.T) {
 		t.Error("the page does not give the exact commands")
 	}
 	// Every value cell of every table is a median with its interval.
-	cell := regexp.MustCompile(`^(—|-?\d[\d.]*(?: [a-zµnmkKMGi]*[sB])?[kM]? ±(\d+%|∞|\?))$`)
-	ratio := regexp.MustCompile(`^(—|(~ )?(\d[\d.]*x|∞) \(p=\d\.\d{3}\))$`)
 	rows := 0
 	inTable := map[string]bool{} // the rows of the table being read
 	for line := range strings.Lines(page) {
@@ -243,12 +241,7 @@ func TestPageNamesTheCommitAndEveryRowHasItsInterval(t *testing.T) {
 		inTable[line] = true
 		for _, c := range strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|") {
 			c = strings.TrimSpace(c)
-			if strings.Contains(c, "±") && !cell.MatchString(c) {
-				t.Errorf("cell %q: not a median ±interval", c)
-			}
-			if strings.Contains(c, "(p=") && !ratio.MatchString(c) {
-				t.Errorf("cell %q: not a ratio (p=…)", c)
-			}
+			checkCell(t, c)
 		}
 		rows++
 	}
@@ -284,6 +277,23 @@ func TestPageNamesTheCommitAndEveryRowHasItsInterval(t *testing.T) {
 		if c.Significant != (c.P <= 0.05) || c.Significant == strings.HasPrefix(c.Text, "~") {
 			t.Errorf("comparison %s / %s: significant=%v p=%v text %q", c.Section, c.What, c.Significant, c.P, c.Text)
 		}
+	}
+}
+
+var (
+	cellFormat  = regexp.MustCompile(`^(—|-?\d[\d.]*(?: [a-zµnmkKMGi]*[sB])?[kM]? ±(\d+%|∞|\?))$`)
+	ratioFormat = regexp.MustCompile(`^(—|(~ )?(\d[\d.]*x|∞) \(p=\d\.\d{3}\))$`)
+)
+
+// checkCell checks that a table cell with an interval is a median with its
+// interval, and one with a p-value a ratio with its p-value.
+func checkCell(t *testing.T, c string) {
+	t.Helper()
+	if strings.Contains(c, "±") && !cellFormat.MatchString(c) {
+		t.Errorf("cell %q: not a median ±interval", c)
+	}
+	if strings.Contains(c, "(p=") && !ratioFormat.MatchString(c) {
+		t.Errorf("cell %q: not a ratio (p=…)", c)
 	}
 }
 
@@ -418,6 +428,13 @@ func TestServerSectionPairsTheImplsAndJudgesTheTargets(t *testing.T) {
 	}
 	j := strings.Index(page[i+1:], "\n## ")
 	sec := page[i : i+1+j]
+	for line := range strings.Lines(sec) {
+		if strings.HasPrefix(line, "| ") {
+			for _, c := range strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|") {
+				checkCell(t, strings.TrimSpace(c))
+			}
+		}
+	}
 	for _, name := range []string{"ServerReset", "ServerConnRead"} {
 		for _, live := range []string{"10000", "1000000"} {
 			for _, mode := range []string{"loop", "parallel"} {
