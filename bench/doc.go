@@ -22,8 +22,16 @@
 //
 //	benchstat -col /impl results.txt
 //
-// Two files build only with a tag, for library features that not every
-// version has: idleconn_test.go (-tags idleconn, Hierarchy.IdleConn) and
+// Some files build only with a tag, for library features that not every
+// version has: idleconn_test.go (-tags idleconn, Hierarchy.IdleConn, which
+// the idle-conn rows of BenchmarkHeapPerConn, BenchmarkIdleConnRead and
+// BenchmarkServerConnRead need), idleevents_test.go (-tags idleevents) and
 // parallelcb_test.go (-tags parallelcallbacks). cmd/report adds each tag
 // when its file compiles.
+//
+// The server shape (server_test.go): timers and idle conns made on one
+// goroutine and re-armed from one and from 8 goroutines per core, against
+// the runtime's; for example
+//
+//	cd bench && go test -tags idleconn -run='^$' -bench='^BenchmarkServer(Reset|ConnRead)$' -cpu 1,2 -count 3 -benchtime 0.3s
 package bench

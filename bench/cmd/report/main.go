@@ -64,6 +64,7 @@ type group struct {
 // benchmark in the same process.
 var groups = []group{
 	{"scaling", `^Benchmark(ArmStopParallel|ResetParallel|TimeoutsParallel|ByValue|Heartbeat|IdleConnRead)$`, "1,2", "", ""},
+	{"server", `^BenchmarkServer(Reset|ConnRead)$`, "1,2", "", ""},
 	{"single", `^Benchmark(Churn|Reset|ResetAt|Advance)$`, "2", "", ""},
 	{"context", `^BenchmarkWithTimeout`, "2", "", ""},
 	{"periodic", `^BenchmarkPeriodicArmStop$`, "2", "", ""},

@@ -56,6 +56,7 @@ type table struct {
 	labels []string
 	values []string
 	ratios []ratio
+	texts  []string   // headings of plain-text columns after the ratios, which the caller fills
 	rows   [][]string // rendered
 }
 
@@ -108,10 +109,11 @@ func (d *doc) table(t *table) {
 		return
 	}
 	head := slices.Concat(t.labels, t.values)
-	align := strings.Repeat("|---", len(t.labels)) + strings.Repeat("|--:", len(t.values)+len(t.ratios)) + "|\n"
+	align := strings.Repeat("|---", len(t.labels)) + strings.Repeat("|--:", len(t.values)+len(t.ratios)) + strings.Repeat("|---", len(t.texts)) + "|\n"
 	for _, r := range t.ratios {
 		head = append(head, r.head)
 	}
+	head = append(head, t.texts...)
 	d.p("| %s |\n%s", strings.Join(head, " | "), align)
 	for _, row := range t.rows {
 		d.p("| %s |\n", strings.Join(row, " | "))
@@ -177,6 +179,7 @@ func (d *doc) commit() string {
 func (d *doc) page() string {
 	d.glance()
 	d.scaling()
+	d.server()
 	d.byValue()
 	d.memory()
 	d.connections()

@@ -226,8 +226,6 @@ func TestPageNamesTheCommitAndEveryRowHasItsInterval(t *testing.T) {
 		t.Error("the page does not give the exact commands")
 	}
 	// Every value cell of every table is a median with its interval.
-	cell := regexp.MustCompile(`^(—|-?\d[\d.]*(?: [a-zµnmkKMGi]*[sB])?[kM]? ±(\d+%|∞|\?))$`)
-	ratio := regexp.MustCompile(`^(—|(~ )?(\d[\d.]*x|∞) \(p=\d\.\d{3}\))$`)
 	rows := 0
 	inTable := map[string]bool{} // the rows of the table being read
 	for line := range strings.Lines(page) {
@@ -243,12 +241,7 @@ func TestPageNamesTheCommitAndEveryRowHasItsInterval(t *testing.T) {
 		inTable[line] = true
 		for _, c := range strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|") {
 			c = strings.TrimSpace(c)
-			if strings.Contains(c, "±") && !cell.MatchString(c) {
-				t.Errorf("cell %q: not a median ±interval", c)
-			}
-			if strings.Contains(c, "(p=") && !ratio.MatchString(c) {
-				t.Errorf("cell %q: not a ratio (p=…)", c)
-			}
+			checkCell(t, c)
 		}
 		rows++
 	}
@@ -284,6 +277,23 @@ func TestPageNamesTheCommitAndEveryRowHasItsInterval(t *testing.T) {
 		if c.Significant != (c.P <= 0.05) || c.Significant == strings.HasPrefix(c.Text, "~") {
 			t.Errorf("comparison %s / %s: significant=%v p=%v text %q", c.Section, c.What, c.Significant, c.P, c.Text)
 		}
+	}
+}
+
+var (
+	cellFormat  = regexp.MustCompile(`^(—|-?\d[\d.]*(?: [a-zµnmkKMGi]*[sB])?[kM]? ±(\d+%|∞|\?))$`)
+	ratioFormat = regexp.MustCompile(`^(—|(~ )?(\d[\d.]*x|∞) \(p=\d\.\d{3}\))$`)
+)
+
+// checkCell checks that a table cell with an interval is a median with its
+// interval, and one with a p-value a ratio with its p-value.
+func checkCell(t *testing.T, c string) {
+	t.Helper()
+	if strings.Contains(c, "±") && !cellFormat.MatchString(c) {
+		t.Errorf("cell %q: not a median ±interval", c)
+	}
+	if strings.Contains(c, "(p=") && !ratioFormat.MatchString(c) {
+		t.Errorf("cell %q: not a ratio (p=…)", c)
 	}
 }
 
@@ -404,5 +414,96 @@ func TestKeepDropsKeptSectionsThePageNowMeasures(t *testing.T) {
 	}
 	if keep(page, "no marker") != page {
 		t.Error("a page without the marker keeps something")
+	}
+}
+
+// The server-shape section pairs each wheel row with the runtime's, shows
+// the one-to-two-core speed-ups, and judges issue 37's targets by the
+// ratio of the medians.
+func TestServerSectionPairsTheImplsAndJudgesTheTargets(t *testing.T) {
+	page, d := pageOf(t, nil, "server-rearm-before.txt")
+	i := strings.Index(page, "\n## Timers made on one goroutine, re-armed from every core\n")
+	if i < 0 {
+		t.Fatal("no server-shape section")
+	}
+	j := strings.Index(page[i+1:], "\n## ")
+	sec := page[i : i+1+j]
+	for line := range strings.Lines(sec) {
+		if strings.HasPrefix(line, "| ") {
+			for _, c := range strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|") {
+				checkCell(t, strings.TrimSpace(c))
+			}
+		}
+	}
+	for _, name := range []string{"ServerReset", "ServerConnRead"} {
+		for _, live := range []string{"10000", "1000000"} {
+			for _, mode := range []string{"loop", "parallel"} {
+				for _, pr := range []string{"1", "2"} {
+					w := d.get(name+"/impl=wheel/live="+live+"/mode="+mode, pr, "ns/op")
+					r := d.get(name+"/impl=runtime/live="+live+"/mode="+mode, pr, "ns/op")
+					x, c := d.res.compare(r, w)
+					row := "| " + live + " | " + mode + " | " + pr + " | " + w.String() + " | " + r.String() + " | " + ratioText(x, c) + " |"
+					if !strings.Contains(sec, row) {
+						t.Errorf("%s: no row %s", name, row)
+					}
+				}
+			}
+			w := d.get(name+"/impl=wheel/live="+live+"/mode=parallel", "1", "ns/op")
+			w2 := d.get(name+"/impl=wheel/live="+live+"/mode=parallel", "2", "ns/op")
+			x, c := d.res.compare(w, w2)
+			if row := "| " + name + " | " + live + " | timingwheel | " + w2.String() + " | " + w.String() + " | " + ratioText(x, c) + " |"; !strings.Contains(sec, row) {
+				t.Errorf("no speed-up row %s", row)
+			}
+		}
+	}
+	if len(serverTargets) != 6 {
+		t.Fatalf("%d targets; issue 37 sets 6", len(serverTargets))
+	}
+	for _, tg := range serverTargets {
+		a, b := d.get(tg.num, tg.numProcs, "ns/op"), d.get(tg.den, tg.denProcs, "ns/op")
+		if a == nil || b == nil {
+			t.Errorf("target %q: the saved run lacks %s or %s", tg.what, tg.num, tg.den)
+			continue
+		}
+		x, c := d.res.compare(a, b)
+		verdict := "no"
+		if x >= tg.min || (tg.orTied && !significant(c)) {
+			verdict = "yes"
+		}
+		row := "| " + tg.what + " | " + a.String() + " | " + b.String() + " | " + ratioText(x, c) + " | "
+		k := strings.Index(sec, row)
+		if k < 0 {
+			t.Errorf("no target row %s", row)
+			continue
+		}
+		line, _, _ := strings.Cut(sec[k:], "\n")
+		if !strings.Contains(line, " | "+verdict+" | "+tg.filed+" |") {
+			t.Errorf("target %q at %s: want met=%s, filed %s: %s", tg.what, ratioText(x, c), verdict, tg.filed, line)
+		}
+	}
+	for _, g := range []string{"ServerReset/impl=wheel/live=10000/mode=parallel", "ServerConnRead/impl=wheel/live=10000/mode=parallel"} {
+		w, r := d.get(g, "2", "ns/op"), d.get(withImpl(g, "runtime"), "2", "ns/op")
+		x, c := d.res.compare(r, w)
+		if !strings.Contains(page, " | "+w.String()+" | "+r.String()+" | "+ratioText(x, c)+" |\n") {
+			t.Errorf("At a glance has no row for %s", g)
+		}
+	}
+}
+
+func TestTargetMet(t *testing.T) {
+	faster := target{min: 1.5}
+	noSlower := target{min: 1, orTied: true}
+	for _, c := range []struct {
+		tg   target
+		r    float64
+		sig  bool
+		want bool
+	}{
+		{faster, 1.5, true, true}, {faster, 1.49, true, false}, {faster, 1.2, false, false},
+		{noSlower, 1.0, true, true}, {noSlower, 0.9, false, true}, {noSlower, 0.9, true, false},
+	} {
+		if got := c.tg.met(c.r, c.sig); got != c.want {
+			t.Errorf("min %v orTied %v: met(%v, %v) = %v", c.tg.min, c.tg.orTied, c.r, c.sig, got)
+		}
 	}
 }

@@ -23,6 +23,8 @@ var glance = []glanceRow{
 	{"arm + Stop of a timer held by value / of a reused `*time.Timer` (`Reset` + `Stop`), one goroutine", "ByValue/impl=wheel/live=1000000/mode=loop", "ByValue/impl=runtime-reused/live=1000000/mode=loop", "ns/op"},
 	{"re-arm a live timer (`Reset`), random order, one goroutine", "Reset/impl=wheel/live=1000000/order=random", "Reset/impl=runtime/live=1000000/order=random", "ns/op"},
 	{"re-arm a live timer (`Reset`), random order, 8 goroutines per core", "ResetParallel/impl=wheel/live=1000000", "ResetParallel/impl=runtime/live=1000000", "ns/op"},
+	{"re-arm (`Reset`) of 10^4 timers made on one goroutine (an accept loop's), from 8 goroutines per core", "ServerReset/impl=wheel/live=10000/mode=parallel", "ServerReset/impl=runtime/live=10000/mode=parallel", "ns/op"},
+	{"an idle conn's Read re-arm, 10^4 conns wrapped on one goroutine, 8 goroutines per core: `h.IdleConn` / a conn resetting its own `*time.Timer`", "ServerConnRead/impl=wheel/live=10000/mode=parallel", "ServerConnRead/impl=runtime/live=10000/mode=parallel", "ns/op"},
 	{"re-arm one of 10^6 keys from 8 goroutines per core: `Timeouts.Add` / sharded map of `*time.Timer`", "TimeoutsParallel/impl=wheel/keys=1000000", "TimeoutsParallel/impl=runtime/keys=1000000", "ns/op"},
 	{"heartbeat on one of 10,000 TCP connections: `Timer.Reset` / `conn.SetReadDeadline`", "Heartbeat/impl=wheel/api=Timer/conns=10000", "Heartbeat/impl=runtime/api=SetReadDeadline/conns=10000", "ns/op"},
 	{"a 512-byte Read on a loopback conn (after a Write): `h.IdleConn` / the bare `net.Conn`", "IdleConnRead/impl=idleconn/read=512B", "IdleConnRead/impl=raw/read=512B", "ns/op"},
@@ -591,6 +593,9 @@ func (d *doc) methods() {
 	p("  clock once per 64 re-arms, as an event loop handling a batch of heartbeats can.\n")
 	p("- **ResetParallel**: Reset from 8 goroutines per core, each walking the 10^6 shared timers in its\n")
 	p("  own random order.\n")
+	p("- **ServerReset**, **ServerConnRead** `live=N/mode=loop|parallel`: N timers (or idle conns over a fake\n")
+	p("  conn whose Read returns at once) made on one goroutine, then one re-arm to 60 s from now by random\n")
+	p("  index per operation, from one goroutine or from 8 goroutines per core; see their section.\n")
 	p("- **TimeoutsParallel**: re-arm one of 10^6 `int` keys to 90 s from now from 8 goroutines per core,\n")
 	p("  each in its own random order. timingwheel: `Timeouts[int].Add`. runtime: a map from key to\n")
 	p("  `*time.Timer` split into 64 shards each with its own mutex; re-arm is a lookup and `Reset`, a new\n")
