@@ -350,14 +350,11 @@ func TestReset_LaterDeadlineAsAdvanceEnds(t *testing.T) {
 	for iter := 0; iter < iterations && time.Now().Before(stopAt); iter++ {
 		h, clk := newFake(t, WithShards(shards), WithLevels(8, 8, 8, 8))
 		origin := h.origin
-		first, last := h.shards[0], h.shards[shards-1]
-		var pick atomic.Pointer[shard]
-		pick.Store(first)
-		h.knobs().pick = func() *shard { return pick.Load() }
+		_, toLast := armInFirstShard(h)
 		armed := make(chan *Timer, 1)
 		var yFired atomic.Int32
 		h.AfterFunc(2*time.Second, func() {
-			pick.Store(last)
+			toLast()
 			armed <- h.AtFunc(origin.Add(2*time.Second), func() { yFired.Add(1) })
 		})
 		reset := make(chan struct{})
@@ -409,10 +406,7 @@ func TestReset_LaterDeadlineAsAdvanceEnds(t *testing.T) {
 func TestReset_LaterDeadlineReadsFrontierBeforeNow(t *testing.T) {
 	h, clk := newGated(t, WithShards(2))
 	origin := h.origin
-	first, last := h.shards[0], h.shards[1]
-	var pick atomic.Pointer[shard]
-	pick.Store(first)
-	h.knobs().pick = func() *shard { return pick.Load() }
+	last, toLast := armInFirstShard(h)
 
 	// The callback waits for the Reset at most 2s, then carries on and
 	// leaves a flag for the test to report.
@@ -421,7 +415,7 @@ func TestReset_LaterDeadlineReadsFrontierBeforeNow(t *testing.T) {
 	var noRead atomic.Bool
 	var release func()
 	h.AfterFunc(2*time.Second, func() {
-		pick.Store(last)
+		toLast()
 		y := h.AtFunc(origin.Add(2*time.Second), func() { yFired.Add(1) })
 		var held <-chan struct{}
 		held, release = clk.gate() // the Reset's reading: held until the Advance has ended
@@ -538,14 +532,11 @@ func TestReArm_LockedReArmAfterALaterMoveMeasuresFromALaterReading(t *testing.T)
 func TestReset_LaterDeadlineFromACallbackOfALateTimer(t *testing.T) {
 	h, clk := newFake(t, WithShards(2))
 	origin := h.origin
-	first, last := h.shards[0], h.shards[1]
-	var pick atomic.Pointer[shard]
-	pick.Store(first)
-	h.knobs().pick = func() *shard { return pick.Load() }
+	_, toLast := armInFirstShard(h)
 	var yFired int
 	var reset bool
 	h.AfterFunc(2*time.Second, func() {
-		pick.Store(last)
+		toLast()
 		y := h.AtFunc(origin.Add(2*time.Second), func() { yFired++ })
 		reset = y.ResetAt(origin.Add(2500 * time.Millisecond))
 	})
@@ -595,4 +586,15 @@ func TestLaterMove_RacingTheFiringIsExactlyOnce(t *testing.T) {
 		}
 		mustCheck(t, h)
 	}
+}
+
+// armInFirstShard makes h arm new timers in its first shard until toLast
+// is called, and in its last shard from then on: a callback that calls it
+// arms a timer in a shard whose now lags behind (it had no work).
+func armInFirstShard(h *Hierarchy) (last *shard, toLast func()) {
+	var pick atomic.Pointer[shard]
+	pick.Store(h.shards[0])
+	h.knobs().pick = func() *shard { return pick.Load() }
+	last = h.shards[len(h.shards)-1]
+	return last, func() { pick.Store(last) }
 }
