@@ -31,12 +31,6 @@ type driver struct {
 
 	runMu      sync.Mutex // serializes Start and Stop
 	stop, done chan struct{}
-
-	// num is the hierarchy's number, which the goroutine advancing it
-	// carries on its stack, so that Advance and Stop called from one of
-	// its callbacks panic instead of waiting for themselves (see
-	// inOwnCallback); 0 until the first Advance.
-	num atomic.Uint64
 }
 
 // Markers kept in driver.sleepUntil.
@@ -112,8 +106,9 @@ func (h *Hierarchy) idle() {
 // is armed; arming a timer earlier than its wake-up wakes it. Start does
 // nothing if the driver is already running.
 //
-// Callbacks run on the driver goroutine. A callback must not call Start or
-// [Hierarchy.Stop] (Stop panics). A callback that panics there crashes the
+// Callbacks run on the driver goroutine. A callback may call Start (a
+// no-op: the driver runs) but must not call [Hierarchy.Stop], which would
+// wait forever for the driver running that callback. A callback that panics there crashes the
 // program, as a panic in any goroutine does; recover inside the callback
 // if that is not wanted. Call Stop to end the goroutine when the hierarchy
 // is no longer needed.
@@ -138,23 +133,20 @@ func (h *Hierarchy) Start() {
 	go h.drive(dr.stop, wake, dr.done)
 }
 
-// Stop stops the driver and waits for it to exit, and panics if called from
-// one of h's own callbacks while the driver runs, as it would wait forever
-// for a driver that cannot end before that callback returns.
+// Stop stops the driver and waits for it to exit.
 //
-// Waiting for the driver includes waiting for a callback it is running.
-// Armed timers stay armed, to fire once the driver is started again or
-// Advance is called. Stop returns at once if the driver is not running,
-// also from a callback (of an Advance loop of the caller's own).
+// Waiting for the driver includes waiting for a callback it is running, and
+// for an Advance it runs, whichever goroutine called that Advance. So a
+// callback of h must not call Stop while the driver runs: Stop would wait
+// for the callback that called it. Like a recursive Lock of a
+// [sync.Mutex], that is a deadlock, and nothing detects it; stop the
+// driver from another goroutine. Armed timers stay armed, to fire once the
+// driver is started again or Advance is called. Stop returns at once if
+// the driver is not running, also from a callback (of an Advance loop of
+// the caller's own).
 func (h *Hierarchy) Stop() {
 	h.mustBeMade("Stop")
 	dr := &h.driver
-	// Before runMu: a Stop of another goroutine may hold it, waiting for
-	// the driver, which waits for this callback.
-	if dr.sleepUntil.Load() != notRunning && h.inOwnCallback() {
-		panic("timingwheel: Hierarchy.Stop called from a callback of the same Hierarchy while its driver runs; " +
-			"it would wait forever for the driver, which waits for the callback to return (stop the driver from another goroutine)")
-	}
 	dr.runMu.Lock()
 	defer dr.runMu.Unlock()
 	if dr.stop == nil {
