@@ -6,8 +6,7 @@ import (
 )
 
 // Advance runs on the calling goroutine the callback of every armed timer
-// due by the clock's reading now, and panics if called from one of h's own
-// callbacks, which it would otherwise wait for forever.
+// due by the clock's reading now.
 //
 // A timer is due once its deadline, rounded up to a tick, is at or before
 // the clock's reading; the callbacks run in order of those rounded
@@ -17,9 +16,12 @@ import (
 // timers due and the occupied slots crossed.
 //
 // Calls of Advance, including the driver's, are serialized: one returns
-// before the next starts firing. So a callback must not call Advance or
-// [Hierarchy.Stop], which would wait for it; both panic instead (Stop only
-// while the driver runs: without one it returns at once). A timer
+// before the next starts firing. So a callback of h must not call h's
+// Advance, nor [Hierarchy.Stop] while the driver runs: each would wait for
+// the callback that called it, which cannot return until it does. Like a
+// recursive Lock of a [sync.Mutex], that is a deadlock, and nothing detects
+// it (the same calls from any other goroutine, or from a callback of
+// another hierarchy, just wait their turn). A timer
 // armed by a callback for a time already reached fires in this Advance or
 // the next. If a callback panics, the panic propagates to the caller of
 // Advance; the hierarchy stays consistent and the timers still due fire on
@@ -28,25 +30,20 @@ import (
 //
 // With [WithParallelCallbacks], each shard's callbacks run on a goroutine
 // of their own and Advance returns once all have run.
+//
+// A caller that drives h with an Advance loop of its own, on the default
+// clock, calls Advance (or [Hierarchy.Stop]) once before it arms the first
+// timer: otherwise that arming starts the driver goroutine (see [New]),
+// which then runs the callbacks instead of the caller's loop.
 func (h *Hierarchy) Advance() int {
 	h.mustBeMade("Advance")
-	if !h.advMu.TryLock() {
-		// Another Advance runs: wait for it, unless it is the one running
-		// this very call's callback.
-		if h.inOwnCallback() {
-			panic("timingwheel: Hierarchy.Advance called from a callback of the same Hierarchy; " +
-				"it would wait forever for the Advance running that callback")
-		}
-		h.advMu.Lock()
-	}
+	h.noAutoStart() // the caller drives h
+	h.advMu.Lock()
 	defer h.advMu.Unlock()
-	ran := 0
-	h.marked(func() { ran = h.advance() })
-	return ran
+	return h.advance()
 }
 
-// advance is Advance's work, with h.advMu held and h's number on the
-// stack.
+// advance is Advance's work, with h.advMu held.
 func (h *Hierarchy) advance() int {
 	ns := h.elapsed()
 	target := min(floorDiv(ns, h.tick), h.lastTick)
@@ -175,27 +172,25 @@ func (h *Hierarchy) advanceParallel(target, ns int64) int {
 			continue
 		}
 		wg.Go(func() {
-			h.marked(func() { // a callback here calling Advance or Stop would wait for this goroutine
-				n := 0
-				defer func() {
-					r := recover()
-					mu.Lock()
-					ran += n
-					if r != nil && !found {
-						perr, found = r, true
-					}
-					mu.Unlock()
-				}()
-				for {
-					s.lock()
-					c, due := s.nextLocked(false)
-					s.mu.Unlock()
-					if !due || c > target {
-						return
-					}
-					n += s.advanceTo(c, ns)
+			n := 0
+			defer func() {
+				r := recover()
+				mu.Lock()
+				ran += n
+				if r != nil && !found {
+					perr, found = r, true
 				}
-			})
+				mu.Unlock()
+			}()
+			for {
+				s.lock()
+				c, due := s.nextLocked(false)
+				s.mu.Unlock()
+				if !due || c > target {
+					return
+				}
+				n += s.advanceTo(c, ns)
+			}
 		})
 	}
 	wg.Wait()

@@ -169,10 +169,9 @@ type deadlineCtxAt struct {
 type deadlineCtxCause struct {
 	deadlineCtxAt
 	cause error
-	// causeVal is Value's answer for cancelCtxKey once the deadline passed:
-	// the cancelCtx of a context of package context cancelled with cause,
-	// made by the first look-up. Guarded by mu.
-	causeVal any
+	// ended is endedCtx's context for c once the deadline passed, made by
+	// the first look-up that needs it (see Value). Guarded by mu.
+	ended context.Context
 }
 
 // An afterNode is one func to call when a deadlineCtx is done, in a list
@@ -192,31 +191,6 @@ var closedchan = func() chan struct{} {
 // deadlineCtxKey is the key under which a deadlineCtx returns itself from
 // Value, so that one under a wrapper (context.WithValue) is found too.
 type deadlineCtxKey struct{}
-
-// cancelCtxKey is the key under which package context's cancellable
-// contexts return themselves from Value, and context.Cause looks a cause
-// up. A deadlineCtx that ended by its own deadline or cancel answers with
-// its own cause, not an ancestor's. The key is unexported: it is learnt by
-// asking Cause about a context that records the key it is asked for (if a
-// future Go looks causes up otherwise, it stays nil, and Cause is Err).
-var cancelCtxKey = func() any {
-	var key any
-	context.Cause(keySpy{Context: context.Background(), key: &key})
-	return key
-}()
-
-// keySpy is a done context that records the last key Value was asked for.
-type keySpy struct {
-	context.Context
-	key *any
-}
-
-func (keySpy) Err() error { return context.Canceled }
-
-func (s keySpy) Value(key any) any {
-	*s.key = key
-	return nil
-}
 
 // withDeadline makes the context: its deadline is w in ns since the
 // origin, and at as a Time, which, if exact, is h.origin.Add(w), made only
@@ -333,15 +307,17 @@ func (c *deadlineCtx) watchLocked() bool {
 		return false
 	default:
 	}
-	if isStdCancelCtx(parent, done) {
-		// parent is, or wraps, a cancelCtx of package context that is done
-		// when it is: share the shard's registration with it.
-		if c.watchSharedLocked(done) {
-			return true
-		}
-	} else if p, ok := parent.Value(deadlineCtxKey{}).(*deadlineCtx); ok && p.Done() == done {
+	if p, ok := parent.Value(deadlineCtxKey{}).(*deadlineCtx); ok && p.Done() == done {
 		// parent wraps a deadlineCtx without changing when it is done.
 		return c.linkUpLocked(p)
+	}
+	// A parent with an AfterFunc method of its own is told of c alone, as
+	// context.AfterFunc would (see there). Any other parent, package
+	// context's among them, costs a context in its children (or a
+	// goroutine) per registration: the contexts under parents of one Done
+	// channel share one per shard, from the second one on.
+	if _, ok := parent.(afterFuncer); !ok && c.watchSharedLocked(done) {
+		return true
 	}
 	// context.AfterFunc registers c.fn() among the children of a parent of
 	// package context, or with the parent's AfterFunc method; otherwise it
@@ -349,6 +325,12 @@ func (c *deadlineCtx) watchLocked() bool {
 	// never calls c.fn() before it returns, so c.mu may be held.
 	c.linksLocked().stop = context.AfterFunc(parent, c.fn())
 	return true
+}
+
+// afterFuncer is a context with the AfterFunc method that
+// [context.AfterFunc] uses in place of its own registration.
+type afterFuncer interface {
+	AfterFunc(func()) func() bool
 }
 
 // ownCtx returns the deadlineCtx that parent is, if it is one.
@@ -362,17 +344,6 @@ func ownCtx(parent context.Context) *deadlineCtx {
 		return &p.deadlineCtx
 	}
 	return nil
-}
-
-// isStdCancelCtx reports whether parent is, or wraps without changing
-// Done, a cancellable context of package context: the parent package
-// context links its children to. done is parent.Done().
-func isStdCancelCtx(parent context.Context, done <-chan struct{}) bool {
-	if cancelCtxKey == nil {
-		return false
-	}
-	cc, ok := parent.Value(cancelCtxKey).(context.Context)
-	return ok && cc.Done() == done
 }
 
 // linkUpLocked makes c a kid of p, unless p is done: then it reports
@@ -586,33 +557,65 @@ func (c *deadlineCtx) Err() error {
 	return context.Canceled // a broken parent that is done with no Err
 }
 
-// Value returns the parent's value for key.
+// Value returns the parent's value for key; once the context has ended by
+// its own deadline or cancel, endedCtx's (see there).
 func (c *deadlineCtx) Value(key any) any {
-	switch key {
-	case deadlineCtxKey{}:
+	if key == (deadlineCtxKey{}) {
 		return c
-	case nil:
-	case cancelCtxKey:
+	}
+	v := c.parent.Value(key)
+	if _, isCtx := v.(context.Context); isCtx {
 		if st := c.phase(); st == ctxCanceled || st == ctxExpired {
-			return nil // see cancelCtxKey
+			return endedCtx(c.parent, endErr(st)).Value(key)
 		}
 	}
-	return c.parent.Value(key)
+	return v
 }
 
-// Value returns the parent's value for key.
+// Value returns the parent's value for key, as [deadlineCtx.Value] does;
+// once its deadline has passed, that of a context of package context
+// ended with its cause (see endedCtx), made by the first look-up after.
 func (c *deadlineCtxCause) Value(key any) any {
-	if key != nil && key == cancelCtxKey && c.phase() == ctxExpired {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.causeVal == nil {
-			cc, cancel := context.WithCancelCause(context.Background())
-			cancel(c.cause)
-			c.causeVal = cc.Value(cancelCtxKey)
-		}
-		return c.causeVal
+	if key == (deadlineCtxKey{}) || c.phase() != ctxExpired {
+		return c.deadlineCtx.Value(key)
 	}
-	return c.deadlineCtx.Value(key)
+	c.mu.Lock()
+	if c.ended == nil {
+		c.ended = endedCtx(c.parent, c.cause)
+	}
+	ended := c.ended
+	c.mu.Unlock()
+	return ended.Value(key)
+}
+
+// endErr returns the error of the end st, ctxCanceled or ctxExpired.
+func endErr(st uint32) error {
+	if st == ctxExpired {
+		return context.DeadlineExceeded
+	}
+	return context.Canceled
+}
+
+// endedCtx returns a context of package context with parent's values,
+// cancelled with cause: what a context that ended by its own deadline or
+// cancel answers Value with, where the parent's answer is a context.
+//
+// [context.Cause] of a context that is not package context's, and the
+// contexts package context derives from it, take their cause from the
+// parent's values: forwarded unchanged, they would report the cause of an
+// ancestor that has not ended (none) instead of this context's. Package
+// context documents how a cancelled WithCancelCause context reports its
+// cause, and that WithoutCancel keeps its parent's values; so the values
+// asked of an ended context go to such a context, made when asked. Only a
+// value that is a context is asked again (a value that is not one is the
+// same either way, and nil is right: Cause is then Err), so a look-up
+// allocates only where Cause's could be the one made, after the end. The
+// Cause variants, whose Cause after the deadline is their cause, ask the
+// context they keep for it for every value after the deadline.
+func endedCtx(parent context.Context, cause error) context.Context {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	cancel(cause)
+	return ctx
 }
 
 // AfterFunc arranges for f to be called once the context is done; stop

@@ -338,9 +338,8 @@ func TestWithTimeout_ParentDoneAlready(t *testing.T) {
 // TestCause_OwnEndIgnoresLaterParentCause: once the context has ended by
 // its own deadline or cancel, a parent cancelled later with a cause does
 // not change its Cause. (context.Cause looks causes up through Value; see
-// cancelCtxKey.)
+// endedCtx.)
 func TestCause_OwnEndIgnoresLaterParentCause(t *testing.T) {
-	require.NotNil(t, cancelCtxKey, "the context package's key for its cancellable contexts was not found")
 	h, clk := newFake(t)
 	late := errors.New("parent cancelled later")
 
@@ -1555,4 +1554,28 @@ func TestWithTimeout_SelfCancelFuncSurvivesGCAndStackGrowth(t *testing.T) {
 	}
 	assert.Zero(t, h.Len(), "timers left")
 	assert.Zero(t, watchedKids(h), "kids left")
+}
+
+// TestValue_ContextValueAfterOwnEnd: a context that ended by its own
+// cancel or deadline answers Value as its parent does, also for a value
+// that is itself a context (which it looks up again through a context of
+// package context ended with its Err, for Cause's sake).
+func TestValue_ContextValueAfterOwnEnd(t *testing.T) {
+	h, clk := newFake(t)
+	type key struct{}
+	stored := context.WithValue(context.Background(), key{}, "stored")
+	parent, pcancel := context.WithCancelCause(context.WithValue(context.Background(), key{}, stored))
+	defer pcancel(nil)
+	cancelled, cancel := h.WithTimeout(parent, time.Hour)
+	cancel()
+	expired, cancel2 := h.WithTimeoutCause(parent, time.Second, errors.New("too slow"))
+	defer cancel2()
+	clk.Add(time.Second)
+	h.Advance()
+	for _, c := range []context.Context{cancelled, expired} {
+		assert.Same(t, stored, c.Value(key{}), "a value that is a context, after the end")
+		assert.Equal(t, "stored", c.Value(key{}).(context.Context).Value(key{}))
+	}
+	assert.Equal(t, context.Canceled, context.Cause(cancelled))
+	assert.EqualError(t, context.Cause(expired), "too slow")
 }

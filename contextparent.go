@@ -8,12 +8,16 @@ import (
 	"weak"
 )
 
-// Contexts under one parent of package context share its registration.
+// Contexts under one parent of package context share its registration, as
+// do those under any parent with no AfterFunc method of its own.
 //
 // For a parent of package context the only hook with no goroutine is
 // context.AfterFunc, which costs about what a whole context.WithTimeout
 // does (a context in the parent's children map, put in and taken out under
-// the parent's lock). So the contexts of one shard under one parent share
+// the parent's lock); for a parent of another package without an AfterFunc
+// method, it starts a goroutine. Which package made a parent is not
+// something package context documents a way to tell, and the share is
+// right for any parent: it is keyed by the parent's Done channel. So the contexts of one shard under one parent share
 // one, a parentWatch: each joins and leaves its list under the shard's
 // lock, with no allocation. The first context a shard sees under a parent
 // registers on its own, as a lone request deadline should, and notes the

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -541,4 +542,50 @@ func TestParentWatch_LongParentKeepsNoDroppedHierarchy(t *testing.T) {
 	}
 	require.Zero(kept, "dropped hierarchies kept alive by a live parent's registrations")
 	require.LessOrEqual(liveWatches()-before, 0, "registrations of dropped hierarchies left with the parent")
+}
+
+// plainCtx is a parent of another package with no AfterFunc method:
+// context.AfterFunc waits for it on a goroutine per registration.
+type plainCtx struct {
+	context.Context // Background: Deadline and Value
+	done            chan struct{}
+	err             atomic.Pointer[error]
+}
+
+func (c *plainCtx) Done() <-chan struct{} { return c.done }
+
+func (c *plainCtx) Err() error {
+	if p := c.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// TestParentWatch_ParentWithoutAfterFuncShares: which package made a
+// parent is not something package context tells; any parent with no
+// AfterFunc method of its own is shared, so its contexts cost one
+// goroutine of context.AfterFunc's per shard, not one each, and its end
+// reaches every one of them.
+func TestParentWatch_ParentWithoutAfterFuncShares(t *testing.T) {
+	h, _ := newFake(t, WithShards(1))
+	parent := &plainCtx{Context: context.Background(), done: make(chan struct{})}
+	before := goroutinesSettle()
+	var ctxs []context.Context
+	for range 100 {
+		c, cancel := h.WithTimeout(parent, time.Hour)
+		defer cancel()
+		c.Done()
+		ctxs = append(ctxs, c)
+	}
+	assert.Equal(t, 99, watchedKids(h), "every context but the first in the shard's watch")
+	assert.LessOrEqual(t, goroutinesSettle()-before, 2, "goroutines for 100 contexts: the first's and the watch's")
+	err := context.Canceled
+	parent.err.Store(&err)
+	close(parent.done)
+	for i, c := range ctxs {
+		waitDone(t, c, fmt.Sprintf("context %d after the parent's end", i))
+		assertEnded(t, c, context.Canceled, context.Canceled, fmt.Sprintf("context %d", i))
+	}
+	assert.Zero(t, h.Len(), "timers after the parent's end")
+	assert.Zero(t, watchedKids(h), "contexts left in watches")
 }

@@ -73,6 +73,13 @@
 // work and not at all while nothing is armed, or by calling
 // [Hierarchy.Advance] from the caller's own loop.
 //
+// A hierarchy on the default clock is never left undriven: its first
+// armed timer starts the driver, unless the caller called Advance first
+// (its own loop drives) or Stop (no driver until Start). A caller with
+// its own Advance loop calls Advance once before arming, so that the
+// callbacks run on its goroutine. With a clock given by [WithClock],
+// nothing starts by itself.
+//
 // # Testing
 //
 // Code built on a Hierarchy is tested without waiting in one of two ways.
@@ -80,7 +87,9 @@
 // h.Advance()" fires exactly the timers due, on the test's goroutine,
 // before Advance returns. Or, with the default clock inside a
 // testing/synctest bubble, "h.Start(); time.Sleep(d); synctest.Wait()"
-// runs the driver on the bubble's fake time. Avoid Start with a Mock in
+// runs the driver on the bubble's fake time (call h.Stop before the
+// bubble ends: the driver is a goroutine of the bubble's; it also started
+// by itself if a timer was armed before Start). Avoid Start with a Mock in
 // tests: the driver then fires on its own goroutine some time after
 // mock.Add returns, and nothing tells the test when. The same holds for
 // code under test that arms or re-arms timers from goroutines of its own

@@ -31,12 +31,6 @@ type driver struct {
 
 	runMu      sync.Mutex // serializes Start and Stop
 	stop, done chan struct{}
-
-	// num is the hierarchy's number, which the goroutine advancing it
-	// carries on its stack, so that Advance and Stop called from one of
-	// its callbacks panic instead of waiting for themselves (see
-	// inOwnCallback); 0 until the first Advance.
-	num atomic.Uint64
 }
 
 // Markers kept in driver.sleepUntil.
@@ -44,6 +38,11 @@ const (
 	notRunning = math.MinInt64     // no driver: arming never wakes one
 	awake      = math.MinInt64 + 1 // the driver is awake and looks at every shard before it sleeps
 	idleSleep  = math.MaxInt64     // asleep with nothing armed: any arming wakes it
+	// autoStart: no driver yet, and the next arming starts one: the state
+	// of a hierarchy on the default clock until its first Start, Advance,
+	// Stop or arming. An arming due at or after it (a tick 292 years out)
+	// starts none.
+	autoStart = math.MaxInt64 - 1
 )
 
 // signal wakes the driver, if it runs; it never blocks.
@@ -66,6 +65,10 @@ func (h *Hierarchy) wakeFor(d int64) {
 		if d >= s {
 			return
 		}
+		if s == autoStart {
+			h.startAuto()
+			return
+		}
 		if dr.sleepUntil.CompareAndSwap(s, d) {
 			dr.signal()
 			return
@@ -78,13 +81,13 @@ func (h *Hierarchy) wakeFor(d int64) {
 // armed, the driver does not wake at all.
 func (h *Hierarchy) idle() {
 	dr := &h.driver
-	if s := dr.sleepUntil.Load(); s == notRunning || s == awake || s == idleSleep {
+	if s := dr.sleepUntil.Load(); s == notRunning || s == awake || s == idleSleep || s == autoStart {
 		return
 	}
 	dr.mu.Lock()
 	defer dr.mu.Unlock()
 	s := dr.sleepUntil.Load()
-	if s == notRunning || s == awake || s == idleSleep {
+	if s == notRunning || s == awake || s == idleSleep || s == autoStart {
 		return
 	}
 	// From here on an arming wakes the driver, so a timer armed while the
@@ -112,11 +115,16 @@ func (h *Hierarchy) idle() {
 // is armed; arming a timer earlier than its wake-up wakes it. Start does
 // nothing if the driver is already running.
 //
-// Callbacks run on the driver goroutine. A callback must not call Start or
-// [Hierarchy.Stop] (Stop panics). A callback that panics there crashes the
+// Callbacks run on the driver goroutine. A callback may call Start (a
+// no-op: the driver runs) but must not call [Hierarchy.Stop], which would
+// wait forever for the driver running that callback. A callback that panics there crashes the
 // program, as a panic in any goroutine does; recover inside the callback
 // if that is not wanted. Call Stop to end the goroutine when the hierarchy
 // is no longer needed.
+//
+// On the default clock (no [WithClock]), the first timer armed starts the
+// driver as Start does, unless Advance, Start or Stop was called first;
+// see [New]. With a clock given by WithClock, only Start starts it.
 //
 // In tests, prefer [Hierarchy.Advance] with a [clock.Mock], or Start with
 // the real clock inside a testing/synctest bubble (Start may be called in
@@ -131,33 +139,68 @@ func (h *Hierarchy) Start() {
 	if dr.stop != nil {
 		return
 	}
+	dr.sleepUntil.Store(awake)
+	h.startLocked()
+}
+
+// startAuto starts the driver for the first timer armed on a hierarchy of
+// the default clock, unless Advance, Start or Stop came first: the
+// hierarchy's state is still autoStart. It never waits: if a Start or Stop
+// holds runMu, the caller's Start or Stop decides, and the driver (if it
+// runs) finds the timer when it first looks.
+func (h *Hierarchy) startAuto() {
+	dr := &h.driver
+	if !dr.runMu.TryLock() {
+		return
+	}
+	defer dr.runMu.Unlock()
+	// A compare-and-swap, not a store: an Advance may clear autoStart at
+	// any moment, and then the caller drives.
+	if dr.stop == nil && dr.sleepUntil.CompareAndSwap(autoStart, awake) {
+		h.startLocked()
+	}
+}
+
+// startLocked starts the driver goroutine; sleepUntil says awake. runMu
+// is held and the driver is not running.
+func (h *Hierarchy) startLocked() {
+	dr := &h.driver
 	dr.stop, dr.done = make(chan struct{}), make(chan struct{})
 	wake := make(chan struct{}, 1)
 	dr.wake.Store(&wake)
-	dr.sleepUntil.Store(awake)
 	go h.drive(dr.stop, wake, dr.done)
 }
 
-// Stop stops the driver and waits for it to exit, and panics if called from
-// one of h's own callbacks while the driver runs, as it would wait forever
-// for a driver that cannot end before that callback returns.
+// noAutoStart ends the autoStart state, if h is in it: the caller drives h
+// (Advance), or has said that no driver is to run until Start (Stop).
+func (h *Hierarchy) noAutoStart() {
+	if h.driver.sleepUntil.Load() == autoStart {
+		h.driver.sleepUntil.CompareAndSwap(autoStart, notRunning)
+	}
+}
+
+// Stop stops the driver and waits for it to exit.
 //
-// Waiting for the driver includes waiting for a callback it is running.
-// Armed timers stay armed, to fire once the driver is started again or
-// Advance is called. Stop returns at once if the driver is not running,
-// also from a callback (of an Advance loop of the caller's own).
+// Waiting for the driver includes waiting for a callback it is running, and
+// for the Advance of another goroutine that the driver waits behind. So a
+// callback of h must not call Stop while the driver runs: Stop would wait
+// for the callback that called it. Like a recursive Lock of a
+// [sync.Mutex], that is a deadlock, and nothing detects it; stop the
+// driver from another goroutine. Armed timers stay armed, to fire once the
+// driver is started again or Advance is called. Stop returns at once if
+// the driver is not running, also from a callback (of an Advance loop of
+// the caller's own).
+//
+// On the default clock, Stop also means that no driver is to run until
+// Start: a hierarchy that Stop was called on before its first timer was
+// armed does not start its driver by itself (see [New]).
 func (h *Hierarchy) Stop() {
 	h.mustBeMade("Stop")
 	dr := &h.driver
-	// Before runMu: a Stop of another goroutine may hold it, waiting for
-	// the driver, which waits for this callback.
-	if dr.sleepUntil.Load() != notRunning && h.inOwnCallback() {
-		panic("timingwheel: Hierarchy.Stop called from a callback of the same Hierarchy while its driver runs; " +
-			"it would wait forever for the driver, which waits for the callback to return (stop the driver from another goroutine)")
-	}
 	dr.runMu.Lock()
 	defer dr.runMu.Unlock()
 	if dr.stop == nil {
+		h.noAutoStart()
 		return
 	}
 	close(dr.stop)

@@ -67,8 +67,19 @@ type Hierarchy struct {
 // New returns a Hierarchy configured by opts. Its origin, from which ticks
 // are counted, is the clock's reading now. Invalid options are reported as
 // an error that wraps [ErrInvalidConfig]; New never panics on bad options.
-// The hierarchy does nothing on its own until [Hierarchy.Start] or
-// [Hierarchy.Advance] is called.
+//
+// A hierarchy must be driven: by its driver goroutine ([Hierarchy.Start]),
+// or by the caller calling [Hierarchy.Advance] when [Hierarchy.Next] says.
+// So that an armed timer never waits forever for a driver nobody started,
+// a hierarchy on the default clock starts its driver itself when its first
+// timer is armed (by AfterFunc, AtFunc, Every, a Reset, a context or any
+// layer above), unless the caller has already called Advance (the caller
+// drives h) or Stop (no driver until Start). A caller with an Advance loop
+// of its own therefore calls Advance (or Stop) once before arming, so that
+// every callback runs on its goroutine. With a clock given by [WithClock]
+// (a [clock.Mock] in tests), nothing starts by itself: call Start, or
+// Advance after moving the clock. A driver started either way runs until
+// Stop; call Stop when the hierarchy is no longer needed.
 func New(opts ...Option) (*Hierarchy, error) {
 	c := config{tick: time.Millisecond, slots: []int{1000, 60, 60, 24}}
 	for _, o := range opts {
@@ -96,6 +107,9 @@ func New(opts ...Option) (*Hierarchy, error) {
 	}
 	h.frontier.Store(math.MinInt64)
 	h.driver.sleepUntil.Store(notRunning)
+	if realClock {
+		h.driver.sleepUntil.Store(autoStart)
+	}
 	h.origin = h.clock.Now()
 	h.lastTick = h.dueTick(math.MaxInt64) - 1
 	for i := range c.shards {

@@ -9,77 +9,96 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Callbacks may call back (docs/guarantees.md), but a callback must not call h.Advance or h.Stop, which wait for
-// it. They panic with a message instead of hanging, and only then: the
-// same calls from another goroutine, or from a callback of another
-// hierarchy, wait as before. Each test has a watchdog: the code before
-// hung.
+// Callbacks may call back (docs/guarantees.md), but a callback must not call
+// h.Advance, or h.Stop while h's driver runs: each waits for the callback
+// that called it, which is a deadlock, documented as sync.Mutex documents a
+// recursive Lock and, like it, not detected. These tests pin the waiting
+// that makes it one: the same call, made on a goroutine of the callback's
+// own, does not return while the callback runs, and returns once it has.
+// The same calls from a callback of another hierarchy wait as any
+// goroutine does. Each test has a watchdog.
 
-const (
-	advanceFromCallback = "timingwheel: Hierarchy.Advance called from a callback of the same Hierarchy; " +
-		"it would wait forever for the Advance running that callback"
-	stopFromCallback = "timingwheel: Hierarchy.Stop called from a callback of the same Hierarchy while its driver runs; " +
-		"it would wait forever for the driver, which waits for the callback to return (stop the driver from another goroutine)"
-)
+// assertWaitsForCallback is called from a callback: it makes call on a
+// goroutine of its own and asserts that call has not returned by the time
+// the callback is about to return (after a moment to do so). It returns a
+// channel closed once call has returned.
+func assertWaitsForCallback(t *testing.T, what string, call func()) <-chan struct{} {
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		call()
+	}()
+	select {
+	case <-returned:
+		t.Errorf("%s returned while the callback it waits for was still running", what)
+	case <-time.After(20 * time.Millisecond):
+	}
+	return returned
+}
 
-func TestAdvance_FromItsOwnCallbackPanics(t *testing.T) {
+func TestAdvance_FromItsOwnCallbackWaitsForIt(t *testing.T) {
 	h, clk := newFake(t)
 	var r recorder
-	h.AfterFunc(time.Millisecond, func() { h.Advance() })
+	inner := make(chan int, 1)
+	var returned <-chan struct{}
+	h.AfterFunc(time.Millisecond, func() {
+		returned = assertWaitsForCallback(t, "h.Advance", func() { inner <- h.Advance() })
+	})
 	h.AfterFunc(2*time.Millisecond, r.fn("after"))
 	clk.Add(2 * time.Millisecond)
-	var p any
-	mustReturn(t, 5*time.Second, "Advance called from a callback", func() { p = recovered(func() { h.Advance() }) })
-	assert.Equal(t, advanceFromCallback, p)
-	// The panic left the hierarchy consistent: the rest fires next time.
+	assert.Equal(t, 2, advanceWithin(t, h, "a callback whose goroutine calls Advance"))
+	recvWithin(t, 5*time.Second, returned, "h.Advance once the callback returned")
+	assert.Equal(t, 0, <-inner, "the waiting Advance found nothing left")
 	mustCheck(t, h)
-	assert.Equal(t, 1, advanceWithin(t, h, "after the panic"))
 	assert.Equal(t, []string{"after"}, r.take())
 }
 
-// TestAdvance_FromCodeACallbackCallsPanics: the call need not be in the
-// callback itself; here it is two hierarchies down, from a callback of
-// another hierarchy that h's callback advances.
-func TestAdvance_FromCodeACallbackCallsPanics(t *testing.T) {
+// TestAdvance_OfAnotherHierarchyFromACallbackRuns: a callback may advance
+// another hierarchy, whose callbacks then run inside it.
+func TestAdvance_OfAnotherHierarchyFromACallbackRuns(t *testing.T) {
 	h, clk := newFake(t)
 	h2, clk2 := newFake(t)
-	h2.AfterFunc(time.Millisecond, func() { h.Advance() })
+	var r recorder
+	h2.AfterFunc(time.Millisecond, r.fn("h2"))
 	h.AfterFunc(time.Millisecond, func() {
 		clk2.Add(time.Millisecond)
 		h2.Advance() // another hierarchy: allowed, and its callback runs here
 	})
 	clk.Add(time.Millisecond)
-	var p any
-	mustReturn(t, 5*time.Second, "Advance called from a callback", func() { p = recovered(func() { h.Advance() }) })
-	assert.Equal(t, advanceFromCallback, p)
+	assert.Equal(t, 1, advanceWithin(t, h, "a callback advancing another hierarchy"))
+	assert.Equal(t, []string{"h2"}, r.take())
 	mustCheck(t, h)
 	mustCheck(t, h2)
 }
 
-// TestAdvance_FromAParallelCallbackPanics: with WithParallelCallbacks the
-// callbacks run on goroutines of Advance's, which wait for them too.
-func TestAdvance_FromAParallelCallbackPanics(t *testing.T) {
+// TestAdvance_FromAParallelCallbackWaitsForIt: with WithParallelCallbacks
+// the callbacks run on goroutines of Advance's, which waits for them too.
+func TestAdvance_FromAParallelCallbackWaitsForIt(t *testing.T) {
 	h, clk := newFake(t, WithShards(2), WithParallelCallbacks())
 	h.knobs().pick = func() *shard { return h.shards[1] }
-	h.AfterFunc(time.Millisecond, func() { h.Advance() })
+	var returned <-chan struct{}
+	h.AfterFunc(time.Millisecond, func() {
+		returned = assertWaitsForCallback(t, "h.Advance", func() { h.Advance() })
+	})
 	clk.Add(time.Millisecond)
-	var p any
-	mustReturn(t, 5*time.Second, "Advance called from a parallel callback", func() { p = recovered(func() { h.Advance() }) })
-	assert.Equal(t, advanceFromCallback, p)
+	assert.Equal(t, 1, advanceWithin(t, h, "a parallel callback whose goroutine calls Advance"))
+	recvWithin(t, 5*time.Second, returned, "h.Advance once the callback returned")
 	mustCheck(t, h)
 }
 
-// TestAdvance_FromAnExecutorRunningInlinePanics: an executor that runs the
-// run at once runs f inside Advance.
-func TestAdvance_FromAnExecutorRunningInlinePanics(t *testing.T) {
+// TestAdvance_FromAnExecutorRunningInlineWaitsForIt: an executor that runs
+// the run at once runs f inside Advance.
+func TestAdvance_FromAnExecutorRunningInlineWaitsForIt(t *testing.T) {
 	h, clk := newFake(t)
 	var tm Timer
-	tm.InitOn(h, func(run func()) { run() }, func() { h.Advance() })
+	var returned <-chan struct{}
+	tm.InitOn(h, func(run func()) { run() }, func() {
+		returned = assertWaitsForCallback(t, "h.Advance", func() { h.Advance() })
+	})
 	tm.Reset(time.Millisecond)
 	clk.Add(time.Millisecond)
-	var p any
-	mustReturn(t, 5*time.Second, "Advance called from an inline executor's run", func() { p = recovered(func() { h.Advance() }) })
-	assert.Equal(t, advanceFromCallback, p)
+	assert.Equal(t, 1, advanceWithin(t, h, "an inline executor's run whose goroutine calls Advance"))
+	recvWithin(t, 5*time.Second, returned, "h.Advance once the run returned")
 }
 
 // TestAdvance_FromAnotherHierarchysCallbackWaits: while one goroutine
@@ -148,30 +167,43 @@ func TestAdvance_ConcurrentCallsWaitForEachOther(t *testing.T) {
 	waitWithin(t, 5*time.Second, &ran, "every callback")
 }
 
-func TestStop_FromACallbackOfTheDriverPanics(t *testing.T) {
+// TestStop_FromACallbackOfTheDriverWaitsForIt: Stop waits for the driver,
+// which waits for its callback.
+func TestStop_FromACallbackOfTheDriverWaitsForIt(t *testing.T) {
 	h, err := New()
 	require.NoError(t, err)
 	h.Start()
-	got := make(chan any, 1)
+	got := make(chan (<-chan struct{}), 1)
 	h.AfterFunc(time.Millisecond, func() {
-		got <- recovered(h.Stop) // recover: a panic on the driver would end the test binary
+		got <- assertWaitsForCallback(t, "h.Stop", h.Stop)
 	})
-	assert.Equal(t, stopFromCallback, recvWithin(t, 5*time.Second, got, "Stop from the driver's callback"))
-	stopWithin(t, h, "after the Stop from a callback")
+	returned := recvWithin(t, 5*time.Second, got, "the driver's callback")
+	recvWithin(t, 10*time.Second, returned, "h.Stop once the callback returned")
 	assert.Equal(t, int64(notRunning), h.driver.sleepUntil.Load())
 }
 
-// TestStop_FromACallbackOfAnAdvanceLoopWhileTheDriverRunsPanics: the
-// driver may be waiting for that Advance to return, so Stop would hang.
-func TestStop_FromACallbackOfAnAdvanceLoopWhileTheDriverRunsPanics(t *testing.T) {
+// TestStop_FromACallbackOfAnAdvanceLoopWhileTheDriverRunsReturnsAfterIt:
+// the driver may be waiting for that Advance to return, so Stop may wait
+// for the callback too; once the callback has returned, Stop returns and
+// the driver has stopped.
+func TestStop_FromACallbackOfAnAdvanceLoopWhileTheDriverRunsReturnsAfterIt(t *testing.T) {
 	h, mock := newMock(t)
 	h.Start()
 	defer stopWithin(t, h, "the driver")
-	got := make(chan any, 1)
-	h.AfterFunc(time.Hour, func() { got <- recovered(h.Stop) })
+	stopped := make(chan struct{})
+	release := make(chan struct{})
+	h.AfterFunc(time.Hour, func() {
+		go func() {
+			h.Stop()
+			close(stopped)
+		}()
+		<-release
+	})
 	mock.Add(time.Hour)
 	go h.Advance() // or the driver runs it: both are inside Advance
-	assert.Equal(t, stopFromCallback, recvWithin(t, 5*time.Second, got, "Stop from a callback"))
+	close(release)
+	recvWithin(t, 10*time.Second, stopped, "Stop from a callback's goroutine")
+	assert.Equal(t, int64(notRunning), h.driver.sleepUntil.Load())
 }
 
 // TestStop_FromACallbackWithoutTheDriverReturns: with no driver running,
@@ -224,29 +256,4 @@ func TestStart_FromItsOwnCallbackIsANoOp(t *testing.T) {
 		close(done)
 	})
 	recvWithin(t, 5*time.Second, done, "Start from the driver's callback")
-}
-
-// BenchmarkAdvance_Idle and BenchmarkAdvance_OneFiring measure what the
-// stack mark costs every Advance: a few calls (compare with the code
-// before it, interleaved: the machine's noise is larger than the cost).
-func BenchmarkAdvance_Idle(b *testing.B) {
-	h, clk := newFake(b, WithShards(1))
-	h.AfterFunc(time.Hour, func() {})
-	b.ReportAllocs()
-	for b.Loop() {
-		clk.Add(time.Millisecond)
-		h.Advance()
-	}
-}
-
-func BenchmarkAdvance_OneFiring(b *testing.B) {
-	h, clk := newFake(b, WithShards(1))
-	var tm Timer
-	tm.Init(h, func() {})
-	b.ReportAllocs()
-	for b.Loop() {
-		tm.Reset(time.Millisecond)
-		clk.Add(time.Millisecond)
-		h.Advance()
-	}
 }

@@ -1,0 +1,168 @@
+package timingwheel
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A hierarchy on the default clock is never left undriven: its first armed
+// timer starts the driver, unless the caller called Advance (it drives) or
+// Stop (no driver until Start) first. With a clock given by WithClock,
+// nothing starts by itself. The tests run on the real clock inside
+// synctest bubbles, where a bubble that ends with a driver still running
+// fails the test (its goroutine is blocked forever): that pins "no driver"
+// as well as a callback that did not run pins "not driven".
+
+// armings are the ways a timer gets armed, each of which must start the
+// driver on its own.
+var armings = []struct {
+	name string
+	arm  func(h *Hierarchy, d time.Duration, f func())
+}{
+	{"AfterFunc", func(h *Hierarchy, d time.Duration, f func()) { h.AfterFunc(d, f) }},
+	{"AtFunc", func(h *Hierarchy, d time.Duration, f func()) { h.AtFunc(h.Now().Add(d), f) }},
+	{"Every", func(h *Hierarchy, d time.Duration, f func()) {
+		var once sync.Once
+		h.Every(d, func() { once.Do(f) })
+	}},
+	{"Init+Reset", func(h *Hierarchy, d time.Duration, f func()) { new(Timer).Init(h, f).Reset(d) }},
+	{"InitOn+ResetAt", func(h *Hierarchy, d time.Duration, f func()) {
+		new(Timer).InitOn(h, func(run func()) { run() }, f).ResetAt(h.Now().Add(d))
+	}},
+	{"Timeouts.Add", func(h *Hierarchy, d time.Duration, f func()) {
+		NewTimeouts(h, func(int) { f() }).Add(1, d)
+	}},
+	{"WithTimeout", func(h *Hierarchy, d time.Duration, f func()) {
+		ctx, _ := h.WithTimeout(context.Background(), d) // the deadline ends it
+		context.AfterFunc(ctx, f)
+	}},
+}
+
+func TestDriver_StartsOnFirstArming(t *testing.T) {
+	for _, a := range armings {
+		t.Run(a.name, func(t *testing.T) {
+			inBubble(t, "a timer armed with no Start", func(t *testing.T) {
+				h, err := New()
+				require.NoError(t, err)
+				var fired atomic.Int32
+				a.arm(h, time.Second, func() { fired.Add(1) })
+				time.Sleep(time.Second)
+				synctest.Wait()
+				assert.Equal(t, int32(1), fired.Load(), "fired by the driver the arming started")
+				h.Stop()
+				assert.Equal(t, int64(notRunning), h.driver.sleepUntil.Load(), "the driver stopped")
+			})
+		})
+	}
+}
+
+// TestDriver_NotStartedWhenTheCallerAdvancedFirst: a caller that drives
+// with its own Advance loop keeps every callback on its goroutine.
+func TestDriver_NotStartedWhenTheCallerAdvancedFirst(t *testing.T) {
+	inBubble(t, "an Advance loop", func(t *testing.T) {
+		h, err := New()
+		require.NoError(t, err)
+		assert.Equal(t, 0, h.Advance())
+		inCaller := false
+		h.AfterFunc(time.Second, func() { inCaller = true }) // a race with a driver, if one ran
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		assert.False(t, inCaller, "nothing advanced h but its caller, which has not yet")
+		assert.Equal(t, 1, h.Advance())
+		assert.True(t, inCaller, "the callback ran in the caller's Advance")
+		assert.Equal(t, int64(notRunning), h.driver.sleepUntil.Load(), "no driver")
+	})
+}
+
+// TestDriver_NotStartedAfterStop: Stop means no driver until Start.
+func TestDriver_NotStartedAfterStop(t *testing.T) {
+	inBubble(t, "a hierarchy stopped before it armed", func(t *testing.T) {
+		h, err := New()
+		require.NoError(t, err)
+		h.Stop()
+		var fired atomic.Int32
+		h.AfterFunc(time.Second, func() { fired.Add(1) })
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(0), fired.Load(), "no driver ran after Stop")
+		h.Start()
+		synctest.Wait()
+		assert.Equal(t, int32(1), fired.Load(), "Start's driver fired the overdue timer")
+		h.Stop()
+		h.AfterFunc(time.Second, func() { fired.Add(1) })
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(1), fired.Load(), "the Stop of a running driver: none starts again")
+		assert.Equal(t, int64(notRunning), h.driver.sleepUntil.Load())
+	})
+}
+
+// TestDriver_NotStartedByArmingWithAGivenClock: with WithClock, tests
+// drive with mock.Add and Advance, deterministically.
+func TestDriver_NotStartedByArmingWithAGivenClock(t *testing.T) {
+	h, mock := newMock(t)
+	fired := false
+	h.AfterFunc(time.Millisecond, func() { fired = true })
+	assert.Equal(t, int64(notRunning), h.driver.sleepUntil.Load(), "no driver")
+	h.driver.runMu.Lock()
+	assert.Nil(t, h.driver.stop, "no driver goroutine")
+	h.driver.runMu.Unlock()
+	mock.Add(time.Millisecond)
+	assert.False(t, fired, "nothing but Advance fires it")
+	assert.Equal(t, 1, h.Advance())
+	assert.True(t, fired)
+}
+
+// TestDriver_FirstArmingsRacingStartOneDriver: many goroutines arming the
+// first timers of a hierarchy at once, and Start beside them: one driver,
+// which fires every timer, and one Stop ends it.
+func TestDriver_FirstArmingsRacingStartOneDriver(t *testing.T) {
+	for range 20 {
+		inBubble(t, "first armings racing Start", func(t *testing.T) {
+			h, err := New()
+			require.NoError(t, err)
+			var fired sync.WaitGroup
+			var arms sync.WaitGroup
+			for i := range 8 {
+				fired.Add(1)
+				arms.Go(func() { h.AfterFunc(time.Duration(i)*time.Millisecond, fired.Done) })
+			}
+			arms.Go(h.Start)
+			arms.Wait()
+			time.Sleep(10 * time.Millisecond)
+			fired.Wait()
+			h.Stop() // the bubble fails if a second driver were left
+			assert.Equal(t, int64(notRunning), h.driver.sleepUntil.Load())
+		})
+	}
+}
+
+// TestDriver_FirstArmingRacingAdvance: an arming racing the caller's first
+// Advance either starts the driver or leaves the caller to drive; either
+// way the timer fires (by the driver, or by the caller's next Advance) and
+// at most one driver runs.
+func TestDriver_FirstArmingRacingAdvance(t *testing.T) {
+	for range 20 {
+		inBubble(t, "a first arming racing Advance", func(t *testing.T) {
+			h, err := New()
+			require.NoError(t, err)
+			var fired atomic.Int32
+			var wg sync.WaitGroup
+			wg.Go(func() { h.AfterFunc(time.Millisecond, func() { fired.Add(1) }) })
+			wg.Go(func() { h.Advance() })
+			wg.Wait()
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+			h.Advance()
+			assert.Equal(t, int32(1), fired.Load())
+			h.Stop()
+		})
+	}
+}
