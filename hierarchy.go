@@ -29,12 +29,6 @@ type Hierarchy struct {
 	// every deadline that saturated) is due after it and never fires.
 	lastTick int64
 
-	// lazyTicks is the number of ticks level 0 spans. A timer filed at least
-	// that far beyond now is not at level 0, so moving its deadline later
-	// need only store it (see Timer.resetTo): it is re-filed by the cascade
-	// when its slot comes up.
-	lazyTicks int64
-
 	shards []*shard
 	// hints holds *shard: the shard whose timers the current processor
 	// arms (see pickShard). sync.Pool keeps an item per processor; new ones
@@ -102,7 +96,6 @@ func New(opts ...Option) (*Hierarchy, error) {
 		realClock: realClock,
 		tick:      int64(c.tick),
 		top:       c.slots[len(c.slots)-1],
-		lazyTicks: int64(c.slots[0]),
 		parallel:  c.parallel,
 	}
 	h.frontier.Store(math.MinInt64)

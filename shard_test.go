@@ -292,16 +292,6 @@ func TestCascade_TimersStayStoppableBetweenBatches(t *testing.T) {
 	mustCheck(t, h)
 }
 
-// lazyTimer arms a timer two minutes out on a single-shard hierarchy: it
-// sits in the minutes level, where moving it later takes no lock.
-func lazyTimer(t *testing.T) (*Hierarchy, *fakeClock, *Timer) {
-	h, clk := newFake(t, WithShards(1))
-	tm := h.AfterFunc(2*time.Minute, func() {})
-	f, now := tm.filed, tm.home().now.Load()
-	require.GreaterOrEqual(t, f-now, h.lazyTicks, "the timer is beyond level 0")
-	return h, clk, tm
-}
-
 // TestLazyReset_CascadeBeforeStore covers a Reset that begins before a
 // cascade of its timer's slot and swaps its later deadline in between two
 // of the cascade's batches: the cascade filed the timer at level 0 by its
@@ -320,7 +310,7 @@ func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 	for i := range 3 { // later in the same minute slot: the cascade takes batches after tm's
 		others = append(others, h.AtFunc(origin.Add(2*time.Minute+time.Duration(10+i)*time.Second), func() {}))
 	}
-	require.GreaterOrEqual(t, tm.filed-s.now.Load(), h.lazyTicks, "the timer is beyond level 0")
+	require.GreaterOrEqual(t, tm.filed-s.now.Load(), level0Span(h), "the timer is beyond level 0")
 
 	// The Reset's goroutine and the cascade's hook wait for each other
 	// at most 2s, then carry on and leave a flag for the test to report:
