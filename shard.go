@@ -149,6 +149,14 @@ func (s *shard) inWheel(f int64) bool {
 	return f > s.h.frontier.Load() && f > s.now.Load()
 }
 
+// dueInWheel is inWheel of the due tick of deadline w, without its
+// division: dueTick(w) > m exactly when w > m·tick. now, and so m, is
+// never negative, and m·tick does not overflow up to the last tick.
+func (s *shard) dueInWheel(w int64) bool {
+	m := max(s.h.frontier.Load(), s.now.Load())
+	return m <= s.h.lastTick && w > m*s.h.tick
+}
+
 // fileLocked files t under due tick d: on the late list if d is before
 // now, otherwise in the slot of the lowest level whose current revolution
 // contains d. A timer just armed (fresh) also goes on the late list when

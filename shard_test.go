@@ -832,3 +832,32 @@ func TestShards_MaxShardsAccepted(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, h.shards, MaxShards)
 }
+
+// TestDueInWheel_IsInWheelOfTheDueTick: the later-move's division-free
+// test agrees with inWheel of the deadline's due tick, for deadlines and
+// nows across the range, the frontier cleared or set.
+func TestDueInWheel_IsInWheelOfTheDueTick(t *testing.T) {
+	for _, tick := range []time.Duration{time.Nanosecond, 7 * time.Nanosecond, time.Millisecond, time.Hour} {
+		h, _ := newFake(t, WithShards(1), WithTick(tick))
+		s := h.shards[0]
+		r := rand.New(rand.NewPCG(uint64(tick), 1))
+		values := []int64{math.MinInt64 + 2, -1, 0, 1, int64(tick) - 1, int64(tick), int64(tick) + 1, math.MaxInt64 - 1, math.MaxInt64}
+		pick := func() int64 {
+			if r.IntN(3) == 0 {
+				return values[r.IntN(len(values))]
+			}
+			return r.Int64N(1<<40) - 1<<20
+		}
+		for range 20000 {
+			now, fr, w := max(0, pick()/int64(tick)), pick()/int64(tick), pick()
+			if r.IntN(2) == 0 {
+				fr = math.MinInt64
+			}
+			s.now.Store(now)
+			h.frontier.Store(fr)
+			if got, want := s.dueInWheel(w), s.inWheel(h.dueTick(w)); got != want {
+				t.Fatalf("tick %v, now %d, frontier %d, deadline %d: dueInWheel %v, inWheel of its due tick %v", tick, now, fr, w, got, want)
+			}
+		}
+	}
+}

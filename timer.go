@@ -236,7 +236,7 @@ func (t *Timer) rearm(a arming) bool {
 	switch {
 	case old != notFiled && b.moveLaterFree():
 		w := a.deadline(b.s.h)
-		if w >= old && b.s.inWheel(b.s.h.dueTick(old)) && t.when.CompareAndSwap(old, w) && t.b.Load() == b {
+		if w >= old && b.s.dueInWheel(old) && t.when.CompareAndSwap(old, w) && t.b.Load() == b {
 			return true
 		}
 	case a.onlyArmed && !b.pending:
