@@ -659,6 +659,7 @@ func wheelBytesPerConn(idle time.Duration) float64 {
 	if err != nil {
 		return math.NaN()
 	}
+	h.Stop() // no driver: these wrappers are only weighed, never closed
 	c := &nopConn{}
 	conns := make([]net.Conn, n)
 	var before, after runtime.MemStats
