@@ -2,7 +2,6 @@ package timingwheel
 
 import (
 	"math"
-	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -94,39 +93,6 @@ func TestReArm_TimeoutsAddLatestActivityWins(t *testing.T) {
 	clk.Set(start.Add(159 * time.Millisecond))
 	advanceWithin(t, h, "before B's deadline")
 	assert.Empty(t, expired, "expired before the deadline of the last Add")
-}
-
-// TestReArm_IdleConnLatestReadWins (item 1): two Reads on one conn return
-// data, A at 10ms (its re-arm held), B at 60ms. The conn must stay open
-// until idle has passed since B's Read.
-func TestReArm_IdleConnLatestReadWins(t *testing.T) {
-	h, clk := newFake(t, WithShards(1))
-	start := clk.Now()
-	a, b := net.Pipe()
-	defer b.Close()
-	ic := h.IdleConn(a, 100*time.Millisecond).(*idleConn)
-	defer ic.Close()
-	go func() {
-		b.Write([]byte("x"))
-		b.Write([]byte("y"))
-	}()
-	clk.Add(10 * time.Millisecond)
-	reached, release := holdFirstReset(t)
-	aDone := make(chan struct{})
-	buf := make([]byte, 1)
-	go func() { ic.Read(buf); close(aDone) }()
-	recvWithin(t, 5*time.Second, reached, "Read A's re-arm reaching its hook")
-	clk.Set(start.Add(60 * time.Millisecond))
-	var bbuf [1]byte
-	n, err := ic.Read(bbuf[:])
-	require.NoError(t, err)
-	require.Equal(t, 1, n)
-	release()
-	recvWithin(t, 5*time.Second, aDone, "Read A, released")
-	assert.False(t, ic.IdleDeadline().Before(start.Add(160*time.Millisecond)), "deadline %v", ic.IdleDeadline().Sub(start))
-	clk.Set(start.Add(159 * time.Millisecond))
-	advanceWithin(t, h, "before idle has passed since the last Read")
-	assert.Zero(t, ic.state.Load()&idleTimedOut, "closed before idle had passed since the last Read with data")
 }
 
 // TestReArm_DeadlineIsTheLastReArmThatTookEffect (item 7): a re-arm's

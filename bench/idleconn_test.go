@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/netidle"
 )
 
 // This file adds api=IdleConn to BenchmarkHeapPerConn and impl=idleconn to
@@ -17,6 +18,6 @@ import (
 // takes options or not.
 func init() {
 	idleConn = func(h *timingwheel.Hierarchy, c net.Conn, idle time.Duration) net.Conn {
-		return h.IdleConn(c, idle)
+		return netidle.Conn(h, c, idle)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/netidle"
 )
 
 // BenchmarkIdleCopy measures io.Copy of 64 MiB over loopback TCP, side by
@@ -50,8 +51,8 @@ func BenchmarkIdleCopy(b *testing.B) {
 		wrap func(net.Conn) net.Conn
 	}{
 		{"bare", func(c net.Conn) net.Conn { return c }},
-		{"idleconn", func(c net.Conn) net.Conn { return h.IdleConn(c, time.Hour) }},
-		{"allidle", func(c net.Conn) net.Conn { return h.IdleConn(c, time.Hour, timingwheel.AllIdle()) }},
+		{"idleconn", func(c net.Conn) net.Conn { return netidle.Conn(h, c, time.Hour) }},
+		{"allidle", func(c net.Conn) net.Conn { return netidle.Conn(h, c, time.Hour, netidle.AllIdle()) }},
 	}
 	b.Run("path=file-tcp", func(b *testing.B) {
 		for _, impl := range impls {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/netidle"
 	"golang.org/x/net/nettest"
 )
 
@@ -30,18 +31,18 @@ func TestIdleConn(t *testing.T) {
 	nop := func(net.Conn) { events.Add(1) }
 	options := []struct {
 		name string
-		opts []timingwheel.IdleOption
+		opts []netidle.Option
 	}{
 		{"none", nil},
-		{"OnReadIdle", []timingwheel.IdleOption{timingwheel.OnReadIdle(nop)}},
-		{"OnWriteIdle", []timingwheel.IdleOption{timingwheel.OnWriteIdle(time.Millisecond, nop)}},
-		{"MaxLifetime", []timingwheel.IdleOption{timingwheel.MaxLifetime(time.Hour)}},
-		{"AllIdle", []timingwheel.IdleOption{timingwheel.AllIdle()}},
-		{"all", []timingwheel.IdleOption{timingwheel.OnReadIdle(nop), timingwheel.OnWriteIdle(time.Millisecond, nop),
-			timingwheel.MaxLifetime(time.Hour), timingwheel.AllIdle()}},
+		{"OnReadIdle", []netidle.Option{netidle.OnReadIdle(nop)}},
+		{"OnWriteIdle", []netidle.Option{netidle.OnWriteIdle(time.Millisecond, nop)}},
+		{"MaxLifetime", []netidle.Option{netidle.MaxLifetime(time.Hour)}},
+		{"AllIdle", []netidle.Option{netidle.AllIdle()}},
+		{"all", []netidle.Option{netidle.OnReadIdle(nop), netidle.OnWriteIdle(time.Millisecond, nop),
+			netidle.MaxLifetime(time.Hour), netidle.AllIdle()}},
 		{"paused", nil},
-		{"paused-all", []timingwheel.IdleOption{timingwheel.OnReadIdle(nop), timingwheel.OnWriteIdle(time.Millisecond, nop),
-			timingwheel.MaxLifetime(time.Hour), timingwheel.AllIdle()}},
+		{"paused-all", []netidle.Option{netidle.OnReadIdle(nop), netidle.OnWriteIdle(time.Millisecond, nop),
+			netidle.MaxLifetime(time.Hour), netidle.AllIdle()}},
 	}
 	for _, o := range options {
 		idle := time.Hour
@@ -53,11 +54,11 @@ func TestIdleConn(t *testing.T) {
 		}
 		pause := strings.HasPrefix(o.name, "paused")
 		wrap := func(c1, c2 net.Conn) (net.Conn, net.Conn) {
-			p := h.IdlePolicy(idle, o.opts...) // one policy, two conns
+			p := netidle.NewPolicy(h, idle, o.opts...) // one policy, two conns
 			w1, w2 := p.Conn(c1), p.Conn(c2)
 			if pause {
-				w1.(timingwheel.IdleControl).Pause()
-				w2.(timingwheel.IdleControl).Pause()
+				w1.(netidle.Control).Pause()
+				w2.(netidle.Control).Pause()
 			}
 			return w1, w2
 		}

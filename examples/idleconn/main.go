@@ -6,7 +6,7 @@
 //
 //	go run ./examples/idleconn
 //
-// The server listens through [timingwheel.Hierarchy.IdleListener], so every
+// The server listens through [netidle.Listener], so every
 // connection it accepts is closed by the hierarchy's driver goroutine once
 // it has sent nothing for -timeout; its reader just reads lines and sees a
 // read timeout when that happens. With -mode deadline the same server

@@ -21,6 +21,7 @@ import (
 
 	"github.com/timingwheel/timingwheel"
 	"github.com/timingwheel/timingwheel/internal/demo"
+	"github.com/timingwheel/timingwheel/netidle"
 )
 
 // The ways the server can keep its idle timeouts (-mode).
@@ -419,7 +420,7 @@ func run(ctx context.Context, cfg config) (*report, error) {
 		// taken while it runs are attributed to it.
 		pprof.Do(context.Background(), driverLabels, func(context.Context) { h.Start() })
 		defer h.Stop()
-		ln = h.IdleListener(rawLn, cfg.Timeout)
+		ln = netidle.Listener(h, rawLn, cfg.Timeout)
 	}
 	rep.Addr = rawLn.Addr().String()
 	how := modeHow[cfg.Mode]
@@ -665,7 +666,7 @@ func wheelBytesPerConn(idle time.Duration) float64 {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for i := range conns {
-		conns[i] = h.IdleConn(c, idle)
+		conns[i] = netidle.Conn(h, c, idle)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/timingwheel/timingwheel"
 	"github.com/timingwheel/timingwheel/internal/demo"
+	"github.com/timingwheel/timingwheel/netidle"
 )
 
 // The ways the server keeps its pings and idle closes (-mode).
@@ -315,7 +316,7 @@ func (s *server) accept(ln net.Listener) {
 		if s.h != nil {
 			// The idle close and the ping in one wrapper; f is the
 			// conn's own, so it finds the conn's state without a lookup.
-			sc.c = s.h.IdleConn(t, s.cfg.Timeout, timingwheel.OnWriteIdle(s.cfg.Ping, func(net.Conn) { s.ping(sc) }))
+			sc.c = netidle.Conn(s.h, t, s.cfg.Timeout, netidle.OnWriteIdle(s.cfg.Ping, func(net.Conn) { s.ping(sc) }))
 		} else {
 			sc.send, sc.quit = make(chan struct{}, 1), make(chan struct{})
 			s.wg.Go(func() { s.writer(sc) })
@@ -394,7 +395,7 @@ func (s *server) reader(sc *sconn) {
 			if dr != nil {
 				deadline = dr.deadline
 			} else {
-				deadline = sc.c.(timingwheel.IdleControl).IdleDeadline()
+				deadline = sc.c.(netidle.Control).IdleDeadline()
 			}
 			late := s.base.Add(time.Duration(at)).Sub(deadline)
 			sc.idle, sc.closedAt = true, at

@@ -1,4 +1,4 @@
-package timingwheel_test
+package netidle_test
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/netidle"
 )
 
 // Tests that the wrapper hides nothing a server relies on: half-close,
@@ -24,10 +25,10 @@ import (
 
 // copyOpts are the options under which each copy runs: written data not
 // counted (ReadFrom passes through) and counted (chunked).
-var copyOpts = map[string][]timingwheel.IdleOption{
+var copyOpts = map[string][]netidle.Option{
 	"plain":   nil,
-	"allidle": {timingwheel.AllIdle()},
-	"write":   {timingwheel.OnWriteIdle(time.Hour, func(net.Conn) {}), timingwheel.MaxLifetime(time.Hour)},
+	"allidle": {netidle.AllIdle()},
+	"write":   {netidle.OnWriteIdle(time.Hour, func(net.Conn) {}), netidle.MaxLifetime(time.Hour)},
 }
 
 func randomFile(t *testing.T, n int) (*os.File, []byte) {
@@ -55,17 +56,17 @@ func readAllAsync(c net.Conn) <-chan []byte {
 func TestIdleCopy_FileToConnDeliversEveryByte(t *testing.T) {
 	for name, opts := range copyOpts {
 		t.Run(name, func(t *testing.T) {
-			h, _ := timingwheel.NewMock(t)
-			server, client := timingwheel.TCPPair(t)
-			timingwheel.Watchdog(t, 20*time.Second, "io.Copy of a file", server, client)
+			h, _ := newMock(t)
+			server, client := tcpPair(t)
+			watchdog(t, 20*time.Second, "io.Copy of a file", server, client)
 			f, data := randomFile(t, 3<<20+12345)
-			c := h.IdleConn(server, time.Hour, opts...)
+			c := netidle.Conn(h, server, time.Hour, opts...)
 			got := readAllAsync(client)
 			n, err := io.Copy(c, f)
 			require.NoError(t, err)
 			require.EqualValues(t, len(data), n)
 			require.NoError(t, c.(interface{ CloseWrite() error }).CloseWrite())
-			assert.True(t, bytes.Equal(data, timingwheel.RecvWithin(t, 20*time.Second, got, "the peer's ReadAll")), "the bytes the peer read")
+			assert.True(t, bytes.Equal(data, recvWithin(t, 20*time.Second, got, "the peer's ReadAll")), "the bytes the peer read")
 			c.Close()
 		})
 	}
@@ -74,12 +75,12 @@ func TestIdleCopy_FileToConnDeliversEveryByte(t *testing.T) {
 func TestIdleCopy_TCPThroughConnToTCPDeliversEveryByte(t *testing.T) {
 	for name, opts := range copyOpts {
 		t.Run(name, func(t *testing.T) {
-			h, mock := timingwheel.NewMock(t)
+			h, mock := newMock(t)
 			// src -> (in) wrapped (proxy's client side) -> out -> dst
-			in, src := timingwheel.TCPPair(t)
-			out, dst := timingwheel.TCPPair(t)
-			timingwheel.Watchdog(t, 20*time.Second, "a proxy's io.Copy", in, src, out, dst)
-			c := h.IdleConn(in, time.Hour, opts...)
+			in, src := tcpPair(t)
+			out, dst := tcpPair(t)
+			watchdog(t, 20*time.Second, "a proxy's io.Copy", in, src, out, dst)
+			c := netidle.Conn(h, in, time.Hour, opts...)
 			_, data := randomFile(t, 3<<20+777)
 			got := readAllAsync(dst)
 			go func() {
@@ -90,9 +91,9 @@ func TestIdleCopy_TCPThroughConnToTCPDeliversEveryByte(t *testing.T) {
 			n, err := io.Copy(out, c) // WriteTo: splice from the wrapped conn
 			require.NoError(t, err)
 			require.EqualValues(t, len(data), n)
-			assert.Equal(t, h.Now().Add(time.Hour), c.(timingwheel.IdleControl).IdleDeadline(), "the data read by WriteTo did not count")
+			assert.Equal(t, h.Now().Add(time.Hour), c.(netidle.Control).IdleDeadline(), "the data read by WriteTo did not count")
 			out.(*net.TCPConn).CloseWrite()
-			assert.True(t, bytes.Equal(data, timingwheel.RecvWithin(t, 20*time.Second, got, "the far end's ReadAll")))
+			assert.True(t, bytes.Equal(data, recvWithin(t, 20*time.Second, got, "the far end's ReadAll")))
 
 			// And back: TCP -> wrapped (ReadFrom).
 			got = readAllAsync(src)
@@ -105,7 +106,7 @@ func TestIdleCopy_TCPThroughConnToTCPDeliversEveryByte(t *testing.T) {
 			require.NoError(t, err)
 			require.EqualValues(t, len(data), n)
 			require.NoError(t, c.(interface{ CloseWrite() error }).CloseWrite())
-			assert.True(t, bytes.Equal(data, timingwheel.RecvWithin(t, 20*time.Second, got, "the near end's ReadAll")))
+			assert.True(t, bytes.Equal(data, recvWithin(t, 20*time.Second, got, "the near end's ReadAll")))
 			c.Close()
 		})
 	}
@@ -116,24 +117,24 @@ func TestIdleCopy_TCPThroughConnToTCPDeliversEveryByte(t *testing.T) {
 func TestIdleCopy_HalfClose(t *testing.T) {
 	for name, opts := range copyOpts {
 		t.Run(name, func(t *testing.T) {
-			h, _ := timingwheel.NewMock(t)
-			server, client := timingwheel.TCPPair(t)
-			timingwheel.Watchdog(t, 20*time.Second, "a half-closed exchange", server, client)
-			c := h.IdleConn(server, time.Hour, opts...)
+			h, _ := newMock(t)
+			server, client := tcpPair(t)
+			watchdog(t, 20*time.Second, "a half-closed exchange", server, client)
+			c := netidle.Conn(h, server, time.Hour, opts...)
 			defer c.Close()
-			timingwheel.Send(t, c, "request")
+			send(t, c, "request")
 			require.NoError(t, c.(interface{ CloseWrite() error }).CloseWrite())
 			b, err := io.ReadAll(client)
 			require.NoError(t, err)
 			assert.Equal(t, "request", string(b), "the peer did not see EOF after CloseWrite")
-			timingwheel.Send(t, client, "reply")
-			timingwheel.Receive(t, c, "reply")
+			send(t, client, "reply")
+			receive(t, c, "reply")
 			require.NoError(t, c.(interface{ CloseRead() error }).CloseRead())
 			_, err = c.Read(make([]byte, 1))
 			assert.ErrorIs(t, err, io.EOF)
 
 			a, _ := net.Pipe()
-			p := h.IdleConn(a, time.Hour, opts...)
+			p := netidle.Conn(h, a, time.Hour, opts...)
 			defer p.Close()
 			err = p.(interface{ CloseWrite() error }).CloseWrite()
 			assert.ErrorIs(t, err, errors.ErrUnsupported)
@@ -153,16 +154,16 @@ func TestIdleCopy_SilentPeerUnderLongCopyIsClosed(t *testing.T) {
 	require.NoError(t, err)
 	h.Start()
 	defer h.Stop()
-	server, client := timingwheel.TCPPair(t)
-	timingwheel.Watchdog(t, 20*time.Second, "the idle close of a conn under io.Copy", server, client)
+	server, client := tcpPair(t)
+	watchdog(t, 20*time.Second, "the idle close of a conn under io.Copy", server, client)
 	const idle = 100 * time.Millisecond
 	f, err := os.Create(filepath.Join(t.TempDir(), "sparse"))
 	require.NoError(t, err)
 	defer f.Close()
 	require.NoError(t, f.Truncate(64<<20)) // more than the socket buffers hold; sparse: made at once
 	start := time.Now()
-	c := h.IdleConn(server, idle, timingwheel.AllIdle())
+	c := netidle.Conn(h, server, idle, netidle.AllIdle())
 	_, err = io.Copy(c, f)
-	timingwheel.AssertIdleErr(t, err, timingwheel.ErrIdle, "io.Copy to a silent peer")
+	assertIdleErr(t, err, netidle.ErrIdle, "io.Copy to a silent peer")
 	assert.GreaterOrEqual(t, time.Since(start), idle, "closed before idle")
 }
