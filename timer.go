@@ -298,15 +298,6 @@ func (t *Timer) home() *shard {
 // lock: the one write of when came before t was shared.
 func (t *Timer) fixedDeadlineNs() int64 { return t.when }
 
-// deadlineNs returns the deadline t was last armed with, in ns since the
-// origin. It takes the shard's lock: when is guarded by it.
-func (t *Timer) deadlineNs() int64 {
-	s, _ := t.lockShard()
-	w := t.when
-	s.mu.Unlock()
-	return w
-}
-
 // rebindLocked binds t to shard s (locked) with period per (0: one-shot).
 // An executor timer stays one, on its shard; its run must not be pending
 // (see cancelRunLocked).

@@ -2,9 +2,11 @@ package netidle_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -215,4 +217,161 @@ func TestIdlePolicy_BadInput(t *testing.T) {
 	p := netidle.NewPolicy(h, time.Second)
 	assert.PanicsWithValue(t, "netidle: Policy.Conn called with a nil net.Conn", func() { p.Conn(nil) })
 	assert.PanicsWithValue(t, "netidle: Policy.Listener called with a nil net.Listener", func() { p.Listener(nil) })
+}
+
+// raceKinds are the conns the look's races are tried on: without options,
+// and with each option that the old bucket mechanism judged without a lock.
+var raceKinds = []struct {
+	name string
+	opts []netidle.Option
+}{
+	{"plain", nil},
+	{"allidle", []netidle.Option{netidle.AllIdle()}},
+	{"writeidle", []netidle.Option{netidle.OnWriteIdle(time.Hour, func(net.Conn) {})}},
+	{"lifetime", []netidle.Option{netidle.MaxLifetime(time.Hour)}},
+}
+
+// lookReadings are the clock readings of an Advance at which the races
+// below are tried: the Advance's own, and each the conn's look may take.
+const lookReadings = 8
+
+// TestIdleControl_PausedInTheLookIsNotClosed (issue 39, 1): a Pause that
+// returns while the Advance that closes the conn for idleness is under way
+// (the hook runs it at one of the Advance's clock readings) either comes
+// before the look, which then finds the conn paused and leaves it open, or
+// waits for the look and finds the conn closed. It never returns with the
+// conn paused and open (IdleDeadline zero) to see it closed by that
+// Advance.
+func TestIdleControl_PausedInTheLookIsNotClosed(t *testing.T) {
+	for _, k := range raceKinds {
+		for reading := 1; reading <= lookReadings; reading++ {
+			t.Run(fmt.Sprintf("%s/reading=%d", k.name, reading), func(t *testing.T) {
+				h, clk := newHooked(t)
+				server, client := tcpPair(t)
+				watchdog(t, 20*time.Second, "a Read or a close", server, client)
+				const idle = time.Second
+				c := netidle.Conn(h, server, idle, k.opts...).(netidle.Control)
+				defer c.Close()
+				clk.Add(idle)
+				var pausedOpen bool
+				var done <-chan struct{}
+				clk.arm(reading, func() {
+					var dl time.Time
+					var returned bool
+					returned, done = raced(200*time.Millisecond, func() { c.Pause(); dl = c.IdleDeadline() })
+					pausedOpen = returned && dl.IsZero()
+				})
+				advanceWithin(t, h, "idle passed, a Pause at one of the Advance's readings")
+				clk.disarm()
+				if done != nil {
+					recvWithin(t, 10*time.Second, done, "the Pause to return")
+				}
+				if pausedOpen {
+					assertOpen(t, c) // Pause returned, paused and open: the Advance must not close it
+				}
+				if c.IdleDeadline().IsZero() {
+					assertOpen(t, c)
+				}
+			})
+		}
+	}
+}
+
+// TestIdleControl_SetIdleInTheLookTakesEffectAtOnce (issue 39, 3): idle 1h
+// with a write-idle event every second, so the conn's timer fires every
+// second; at 10s, SetIdle(5s) starts at one of the Advance's clock
+// readings and is held at its own reading (where it has taken the new idle
+// and not yet the new start) while the Advance goes on, up to 200ms. The
+// look judges the conn by the old idle from the old start (1h: not due) or
+// by the new one from the SetIdle (5s from 10s: not due), never by the new
+// idle from the old start: the conn is open at 10s and until 15s, and
+// closed at 15s. With OnReadIdle, its f runs at 15s, not at 10s.
+func TestIdleControl_SetIdleInTheLookTakesEffectAtOnce(t *testing.T) {
+	for _, readIdle := range []bool{false, true} {
+		for reading := 1; reading <= lookReadings; reading++ {
+			t.Run(fmt.Sprintf("onreadidle=%v/reading=%d", readIdle, reading), func(t *testing.T) {
+				h, clk := newHooked(t)
+				server, client := tcpPair(t)
+				watchdog(t, 20*time.Second, "a Read or a close", server, client)
+				var events atomic.Int32
+				opts := []netidle.Option{netidle.OnWriteIdle(time.Second, func(net.Conn) {})}
+				if readIdle {
+					opts = append(opts, netidle.OnReadIdle(func(net.Conn) { events.Add(1) }))
+				}
+				c := netidle.Conn(h, server, time.Hour, opts...).(netidle.Control)
+				defer c.Close()
+				for range 9 {
+					clk.Add(time.Second)
+					advanceWithin(t, h, "a second")
+				}
+				clk.Add(time.Second)
+				release := make(chan struct{})
+				var done <-chan struct{}
+				clk.arm(reading, func() {
+					reached := make(chan struct{})
+					clk.arm(1, func() { // SetIdle's reading, or the Advance's next if SetIdle waits for the look
+						close(reached)
+						select {
+						case <-release:
+						case <-time.After(200 * time.Millisecond):
+						}
+					})
+					_, done = raced(0, func() { c.SetIdle(5 * time.Second) })
+					select {
+					case <-reached:
+					case <-time.After(200 * time.Millisecond):
+					}
+				})
+				advanceWithin(t, h, "10s, a SetIdle(5s) started at one of the Advance's readings")
+				close(release)
+				if done != nil {
+					recvWithin(t, 10*time.Second, done, "the SetIdle to return")
+				} else {
+					c.SetIdle(5 * time.Second) // the Advance took fewer readings: right after it
+				}
+				clk.disarm()
+				assert.Equal(t, int32(0), events.Load(), "a read-idle event at 10s: the new idle judged from the old start")
+				assertOpen(t, c)
+				clk.Add(5*time.Second - time.Millisecond)
+				advanceWithin(t, h, "a tick before 15s")
+				assert.Equal(t, int32(0), events.Load(), "a read-idle event before 15s")
+				assertOpen(t, c)
+				clk.Add(time.Millisecond)
+				advanceWithin(t, h, "15s")
+				if readIdle {
+					assert.Equal(t, int32(1), events.Load(), "no read-idle event at 15s")
+					return
+				}
+				_, err := c.Read(make([]byte, 1))
+				assertIdleErr(t, err, netidle.ErrIdle, "read")
+			})
+		}
+	}
+}
+
+// TestIdleControl_IdleDeadlineStaysAfterTheClose (issue 39, 4): once the
+// hierarchy closed a conn for idleness at +10ms, its IdleDeadline stays
+// +10ms, whatever SetIdle, Pause and Resume come after.
+func TestIdleControl_IdleDeadlineStaysAfterTheClose(t *testing.T) {
+	for _, k := range raceKinds {
+		t.Run(k.name, func(t *testing.T) {
+			h, mock := newMock(t)
+			local, _ := pipe(t)
+			start := mock.Now()
+			c := netidle.Conn(h, local, 10*time.Millisecond, k.opts...).(netidle.Control)
+			defer c.Close()
+			mock.Add(10 * time.Millisecond)
+			advanceWithin(t, h, "idle passed")
+			_, err := c.Read(make([]byte, 1))
+			assertIdleErr(t, err, netidle.ErrIdle, "read")
+			want := start.Add(10 * time.Millisecond)
+			require.Equal(t, want, c.IdleDeadline(), "the deadline the conn was closed for")
+			mock.Add(time.Millisecond)
+			c.SetIdle(3 * time.Millisecond)
+			assert.Equal(t, want, c.IdleDeadline(), "IdleDeadline after SetIdle on a closed conn")
+			c.Pause()
+			c.Resume()
+			assert.Equal(t, want, c.IdleDeadline(), "IdleDeadline after Pause and Resume on a closed conn")
+		})
+	}
 }

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -166,4 +169,115 @@ func TestIdleCopy_SilentPeerUnderLongCopyIsClosed(t *testing.T) {
 	_, err = io.Copy(c, f)
 	assertIdleErr(t, err, netidle.ErrIdle, "io.Copy to a silent peer")
 	assert.GreaterOrEqual(t, time.Since(start), idle, "closed before idle")
+}
+
+// streamPair returns both ends of a fresh stream connection of network
+// ("tcp" on 127.0.0.1, or "unix" in a fresh directory), closed when the
+// test ends.
+func streamPair(t *testing.T, network string) (server, client net.Conn) {
+	t.Helper()
+	if network == "tcp" {
+		return tcpPair(t)
+	}
+	dir, err := os.MkdirTemp("", "netidle")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	ln, err := net.Listen("unix", filepath.Join(dir, "s"))
+	require.NoError(t, err)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	client, err = net.DialTimeout("unix", ln.Addr().String(), 10*time.Second)
+	require.NoError(t, err)
+	t.Cleanup(func() { client.Close() })
+	server = recvWithin(t, 10*time.Second, accepted, "Accept of a dialled unix conn")
+	require.NotNil(t, server, "Accept failed")
+	t.Cleanup(func() { server.Close() })
+	return server, client
+}
+
+// TestIdleCopy_LargeWriteCountsPieceByPieceOnTCPAndUnix (issue 39, 5):
+// under AllIdle, one 8 MiB Write to a peer that reads 1 MiB every 50ms
+// (on a Mock moved by the test) counts as traffic as it moves, on a TCP
+// conn and on a Unix one alike: idle is 200ms, and the conn stays open for
+// the whole Write. After each 1 MiB the peer reads, the test waits (up to
+// 2s) for the Write to count a piece before it moves the clock on, unless
+// the Write has returned (the kernel's buffers took the rest).
+func TestIdleCopy_LargeWriteCountsPieceByPieceOnTCPAndUnix(t *testing.T) {
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run(network, func(t *testing.T) {
+			h, mock := newMock(t)
+			server, client := streamPair(t, network)
+			watchdog(t, 60*time.Second, "the 8 MiB Write and the peer's reads", server, client)
+			const idle = 200 * time.Millisecond
+			const size = 8 << 20
+			c := netidle.Conn(h, server, idle, netidle.AllIdle()).(netidle.Control)
+			defer c.Close()
+			wrote := make(chan error, 1)
+			var finished atomic.Bool
+			go func() {
+				_, err := c.Write(make([]byte, size))
+				finished.Store(true)
+				wrote <- err
+			}()
+			buf := make([]byte, 1<<20)
+			for got := 0; got < size; {
+				mock.Add(50 * time.Millisecond)
+				advanceWithin(t, h, "50ms more")
+				before := c.IdleDeadline()
+				n, err := io.ReadFull(client, buf[:min(len(buf), size-got)])
+				require.NoError(t, err, "the peer's read after %d bytes: the conn was closed mid-write", got)
+				got += n
+				for wait := time.Now(); !c.IdleDeadline().After(before) && !finished.Load() && time.Since(wait) < 2*time.Second; {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			require.NoError(t, recvWithin(t, 10*time.Second, wrote, "the 8 MiB Write"))
+		})
+	}
+}
+
+// TestIdleCopy_TricklingProxyStaysOpen (issue 39, 6): a proxy that moves
+// data with io.Copy both ways between two wrapped conns (the kernel's
+// splice paths, through WriteTo and ReadFrom), idle 300ms, with or without
+// AllIdle; a client sends 64 B every 75ms (on a Mock moved by the test)
+// and reads the echo. The data counts as it moves: both conns stay open
+// for the 1.5s of the test, 5 idle periods.
+func TestIdleCopy_TricklingProxyStaysOpen(t *testing.T) {
+	for _, allIdle := range []bool{false, true} {
+		t.Run(fmt.Sprintf("allidle=%v", allIdle), func(t *testing.T) {
+			h, mock := newMock(t)
+			const idle = 300 * time.Millisecond
+			var opts []netidle.Option
+			if allIdle {
+				opts = append(opts, netidle.AllIdle())
+			}
+			echoServer, upstream := tcpPair(t) // the upstream server echoes
+			go io.Copy(echoServer, echoServer)
+			proxied, client := tcpPair(t)
+			in := netidle.Conn(h, proxied, idle, opts...)
+			out := netidle.Conn(h, upstream, idle, opts...)
+			defer in.Close()
+			defer out.Close()
+			watchdog(t, 30*time.Second, "the echo of the client's data through the proxy", client, in, out, echoServer)
+			go io.Copy(out, in)
+			go io.Copy(in, out)
+			msg := strings.Repeat("x", 64)
+			for i := range 20 {
+				send(t, client, msg)
+				buf := make([]byte, len(msg))
+				_, err := io.ReadFull(client, buf)
+				require.NoError(t, err, "the echo of message %d, at %v: the proxy's conns were closed while data moved every 75ms",
+					i, time.Duration(i)*75*time.Millisecond)
+				mock.Add(75 * time.Millisecond)
+				advanceWithin(t, h, "75ms more")
+			}
+			for _, c := range []net.Conn{in, out} {
+				assert.False(t, c.(netidle.Control).IdleDeadline().Before(h.Now()), "a conn's idle deadline passed while data moved")
+			}
+		})
+	}
 }

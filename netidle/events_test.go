@@ -1233,3 +1233,63 @@ func TestIdleEvents_EachConnRunsItsOwnFunctionAndIdle(t *testing.T) {
 	assert.Zero(t, h1.Len())
 	assert.Zero(t, h2.Len())
 }
+
+// TestIdleEvents_PauseOrCloseInTheLookCancelsTheEvent (issue 39, 2): an
+// event whose function has not started when Pause or Close returns does
+// not run, as Timer.Stop cancels a callback that has not started. The
+// Pause or Close runs at one of the clock readings of the Advance whose
+// look finds the event due; if it returns while that Advance is still
+// inside the reading (it did not wait for the look), the event must not
+// run after it.
+func TestIdleEvents_PauseOrCloseInTheLookCancelsTheEvent(t *testing.T) {
+	for _, ev := range []string{"readidle", "writeidle"} {
+		for _, op := range []string{"Pause", "Close"} {
+			for reading := 1; reading <= lookReadings; reading++ {
+				t.Run(fmt.Sprintf("%s/%s/reading=%d", ev, op, reading), func(t *testing.T) {
+					h, clk := newHooked(t)
+					server, client := tcpPair(t)
+					watchdog(t, 20*time.Second, "a Read or a close", server, client)
+					var ran atomic.Int32
+					f := func(net.Conn) { ran.Add(1) }
+					opt := netidle.OnReadIdle(f)
+					idle := time.Second
+					if ev == "writeidle" {
+						opt, idle = netidle.OnWriteIdle(time.Second, f), time.Hour
+					}
+					c := netidle.Conn(h, server, idle, opt).(netidle.Control)
+					defer c.Close()
+					clk.Add(time.Second)
+					var returnedFirst bool
+					var ranBefore int32
+					var done <-chan struct{}
+					clk.arm(reading, func() {
+						ranBefore = ran.Load()
+						returnedFirst, done = raced(200*time.Millisecond, func() {
+							if op == "Pause" {
+								c.Pause()
+							} else {
+								c.Close()
+							}
+						})
+					})
+					advanceWithin(t, h, "the event due, a "+op+" at one of the Advance's readings")
+					clk.disarm()
+					if done != nil {
+						recvWithin(t, 10*time.Second, done, "the "+op+" to return")
+					} else if op == "Pause" { // the Advance took fewer readings: right after it
+						c.Pause()
+					} else {
+						c.Close()
+					}
+					if returnedFirst {
+						assert.Equal(t, ranBefore, ran.Load(), "the event's function ran after %s returned", op)
+					}
+					n := ran.Load()
+					clk.Add(time.Hour)
+					advanceWithin(t, h, "an hour after the "+op)
+					assert.Equal(t, n, ran.Load(), "an event after %s returned", op)
+				})
+			}
+		}
+	}
+}
