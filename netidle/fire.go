@@ -39,12 +39,24 @@ func (c *conn) fire() {
 	// Advance reaches waits for the timer armed for it below, and runs
 	// there, in order with the other timers.
 	nowT := p.h.Now()
-	at := p.h.Due(c.t.Deadline())
-	if nowT.Before(at) {
+	armedT := c.t.Deadline()
+	at := p.h.Due(armedT)
+	fired := !nowT.Before(at) // else the clock went back, or the timer was armed again meanwhile
+	if !fired {
 		at = nowT
 	}
-	due := func(d int64) bool { return !p.h.Due(p.at(d)).After(at) }
-	now := int64(nowT.Sub(p.base))
+	now, armed, atNs := int64(nowT.Sub(p.base)), int64(armedT.Sub(p.base)), int64(at.Sub(p.base))
+	// A deadline no later than the one fired is due by then, one later
+	// than the instant fired is not; only one between the two is rounded.
+	due := func(d int64) bool {
+		switch {
+		case d <= armed && fired:
+			return true
+		case d > atNs:
+			return false
+		}
+		return !p.h.Due(p.at(d)).After(at)
+	}
 	if p.lifetime > 0 && due(c.end) {
 		c.expireLocked(lifeEnded, c.end)
 		return
