@@ -26,14 +26,14 @@ import (
 
 // The ways the server can keep its idle timeouts (-mode).
 const (
-	modeWheel    = "wheel"    // timingwheel's IdleListener: one Timer.Reset per Read with data
+	modeWheel    = "wheel"    // netidle.Listener: a clock read per Read with data, one timer per conn
 	modeDeadline = "deadline" // conn.SetReadDeadline(time.Now().Add(timeout)) before every Read
 	modeBoth     = "both"     // wheel, then deadline, on the same workload
 )
 
 // modeHow says in a few words what each mode does.
 var modeHow = map[string]string{
-	modeWheel:    "IdleListener, the timing wheel closes idle connections",
+	modeWheel:    "netidle.Listener, the timing wheel closes idle connections",
 	modeDeadline: "SetReadDeadline before every Read",
 }
 
@@ -111,7 +111,7 @@ func (c config) validate() error {
 var driverLabels = pprof.Labels("timer", "driver")
 
 // server closes connections that send nothing for timeout. In wheel mode
-// that takes one line: the listener is wrapped by IdleListener, and a Read
+// that takes one line: the listener is wrapped by netidle.Listener, and a Read
 // error that is a timeout means the wheel closed the conn. In deadline mode
 // each Read is preceded by SetReadDeadline. Everything else here is
 // bookkeeping for the report.
@@ -217,7 +217,7 @@ func (r *deadlineReader) Read(p []byte) (int, error) {
 	return r.c.Read(p)
 }
 
-// idleDeadline is what the conns of an IdleListener offer beyond net.Conn.
+// idleDeadline is what the conns of a netidle.Listener offer beyond net.Conn.
 type idleDeadline interface{ IdleDeadline() time.Time }
 
 // serve reads lines until the connection ends. Every line is a heartbeat;
@@ -652,7 +652,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 type nopConn struct{ net.Conn }
 
 // wheelBytesPerConn reports the heap one connection's idle timeout costs in
-// wheel mode: the IdleConn wrapper with its Timer and callback, measured on
+// wheel mode: the netidle conn wrapper with its Timer and callback, measured on
 // many wrappers in a fresh hierarchy.
 func wheelBytesPerConn(idle time.Duration) float64 {
 	const n = 10_000

@@ -21,13 +21,13 @@ import (
 
 // The ways the server keeps its pings and idle closes (-mode).
 const (
-	modeWheel  = "wheel"  // IdleConn with OnWriteIdle: the wheel pings and closes, no goroutine of its own
+	modeWheel  = "wheel"  // netidle.Conn with OnWriteIdle: the wheel pings and closes, no goroutine of its own
 	modeTicker = "ticker" // a writer goroutine per conn with a time.Ticker, and SetReadDeadline before every Read
 	modeBoth   = "both"   // each in a process of its own, then compared
 )
 
 var modeHow = map[string]string{
-	modeWheel:  "IdleConn + OnWriteIdle: the timing wheel pings and closes",
+	modeWheel:  "netidle.Conn + OnWriteIdle: the timing wheel pings and closes",
 	modeTicker: "a writer goroutine with a time.Ticker per conn, SetReadDeadline before every Read",
 }
 
@@ -126,7 +126,7 @@ func (r *report) problems() []string {
 
 // sconn is the server's side of one conn.
 type sconn struct {
-	c    net.Conn      // tap, wrapped by IdleConn in wheel mode
+	c    net.Conn      // tap, wrapped by netidle.Conn in wheel mode
 	tap  *tap          // the accepted conn, below the wheel
 	port int           // the client's port, to find it by
 	send chan struct{} // ticker mode: the writer's queue
