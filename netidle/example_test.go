@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"time"
 
@@ -214,4 +215,58 @@ func ExampleMaxLifetime() {
 	// 20m: busy
 	// 40m: busy
 	// 60m: closed, a timeout: true
+}
+
+// One policy for a server's conns, wrapped one by one after a handshake:
+// the options are checked once and shared, and each conn's idle can change
+// afterwards (longer once its client has authenticated).
+func ExampleNewPolicy() {
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	p := netidle.NewPolicy(h, 10*time.Second, netidle.MaxLifetime(time.Hour))
+
+	client, server := net.Pipe()
+	defer client.Close()
+	conn := p.Conn(server) // after the handshake
+	ctl := conn.(netidle.Control)
+	ctl.SetIdle(time.Minute) // authenticated: a minute of silence is fine
+	mock.Add(30 * time.Second)
+	h.Advance()
+	fmt.Println("closed in:", ctl.IdleDeadline().Sub(mock.Now()))
+	// Output:
+	// closed in: 30s
+}
+
+// An http.Server over a netidle.Listener pauses each conn while it serves
+// a request and resumes it between requests: keep-alive conns idle between
+// requests are closed, a slow handler or a long response never is.
+// ReadTimeout, ReadHeaderTimeout and WriteTimeout still bound one request:
+// a paused conn whose request body stalls is closed by nothing else.
+func ExampleControl() {
+	h, err := timingwheel.New()
+	if err != nil {
+		panic(err)
+	}
+	h.Start()
+	defer h.Stop()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	srv := &http.Server{
+		Handler: http.NotFoundHandler(),
+		ConnState: func(c net.Conn, s http.ConnState) {
+			switch s {
+			case http.StateActive:
+				c.(netidle.Control).Pause()
+			case http.StateIdle:
+				c.(netidle.Control).Resume()
+			}
+		},
+		ReadTimeout:       time.Minute,
+		ReadHeaderTimeout: 10 * time.Second,
+		WriteTimeout:      time.Minute,
+	}
+	go srv.Serve(netidle.Listener(h, ln, 30*time.Second))
+	defer srv.Close()
 }

@@ -2,15 +2,11 @@ package netidle_test
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"os"
-	"runtime"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -64,30 +60,6 @@ func mustReturn(t *testing.T, d time.Duration, what string, f func()) {
 		settle()
 	case <-time.After(d):
 		t.Fatalf("hung: %s did not return within %v", what, d)
-	}
-}
-
-// mustProgress runs f on a goroutine of its own, as mustReturn does, and
-// fails the test, naming what hung and where, if progress (read with
-// atomic loads; f moves it on as it works) stays put for stall.
-func mustProgress(t *testing.T, stall time.Duration, what string, progress *atomic.Int64, f func()) {
-	t.Helper()
-	done, settle := goWatched(t, f)
-	tick := time.NewTicker(stall)
-	defer tick.Stop()
-	last := progress.Load()
-	for {
-		select {
-		case <-done:
-			settle()
-			return
-		case <-tick.C:
-			now := progress.Load()
-			if now == last {
-				t.Fatalf("hung: %s made no progress for %v, at step %d", what, stall, now)
-			}
-			last = now
-		}
 	}
 }
 
@@ -168,72 +140,6 @@ func newMock(t testing.TB, opts ...timingwheel.Option) (*timingwheel.Hierarchy, 
 	h, err := timingwheel.New(append([]timingwheel.Option{timingwheel.WithClock(mock)}, opts...)...)
 	require.NoError(t, err)
 	return h, mock
-}
-
-// newFake returns a hierarchy on a fresh fakeClock.
-func newFake(t testing.TB, opts ...timingwheel.Option) (*timingwheel.Hierarchy, *fakeClock) {
-	t.Helper()
-	clk := newFakeClock()
-	h, err := timingwheel.New(append([]timingwheel.Option{timingwheel.WithClock(clk)}, opts...)...)
-	require.NoError(t, err)
-	return h, clk
-}
-
-// advanceContinuously moves clk by a millisecond and advances h, over and
-// over on its own goroutine, until the returned function is called; that
-// function returns once the goroutine has stopped, or fails the test if it
-// does not within 10s (an Advance hung).
-func advanceContinuously(t *testing.T, h *timingwheel.Hierarchy, clk *fakeClock) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			clk.Add(time.Millisecond)
-			h.Advance()
-		}
-	})
-	return func() {
-		t.Helper()
-		close(done)
-		waitWithin(t, 10*time.Second, &wg, "the goroutine advancing continuously (its Advance)")
-	}
-}
-
-// recorder collects the names of fired timers in order.
-type recorder struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func (r *recorder) fn(name string) func() {
-	return func() {
-		r.mu.Lock()
-		r.got = append(r.got, name)
-		r.mu.Unlock()
-	}
-}
-
-func (r *recorder) take() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	got := r.got
-	r.got = nil
-	return got
-}
-
-// waitFreed runs the collector until p's target is freed or 2s pass.
-func waitFreed[T any](p weak.Pointer[T]) bool {
-	deadline := time.Now().Add(2 * time.Second)
-	for p.Value() != nil && time.Now().Before(deadline) {
-		runtime.GC()
-		time.Sleep(time.Millisecond)
-	}
-	return p.Value() == nil
 }
 
 // Helpers of the tests of idle conns: real TCP conns on 127.0.0.1, net.Pipe
@@ -373,34 +279,6 @@ func assertIdleErr(t *testing.T, err error, why error, op string) {
 	if assert.ErrorAs(t, err, &ne, op) {
 		assert.True(t, ne.Timeout(), "%s: %v: Timeout() is false", op, err)
 	}
-}
-
-// Helpers of panics.
-
-// mustPanic calls f and fails unless it panics with a message that starts
-// with "netidle:" and contains want.
-func mustPanic(t *testing.T, want string, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		r := recover()
-		if r == nil {
-			t.Errorf("no panic, want one about %q", want)
-			return
-		}
-		msg := fmt.Sprint(r)
-		if !strings.HasPrefix(msg, "netidle:") || !strings.Contains(msg, want) {
-			t.Errorf("panic %q, want a message prefixed %q about %q", msg, "netidle:", want)
-		}
-	}()
-	f()
-}
-
-// recovered calls f and returns what it panicked with, or nil.
-func recovered(f func()) (p any) {
-	defer func() { p = recover() }()
-	f()
-	return nil
 }
 
 // closeRace is the harness of the tests that race Close with the traffic and
