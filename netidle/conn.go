@@ -227,8 +227,11 @@ func isStream(c net.Conn) bool {
 	case *net.TCPConn:
 		return true
 	case *net.UnixConn:
-		a := c.LocalAddr()
-		return a != nil && a.Network() == "unix"
+		for _, a := range []net.Addr{c.LocalAddr(), c.RemoteAddr()} { // a client's own address may be unnamed
+			if a != nil && a.Network() == "unix" {
+				return true
+			}
+		}
 	}
 	return false
 }
