@@ -14,7 +14,7 @@ import (
 
 // TestIdleConn runs nettest.TestConn, the standard conformance suite for
 // net.Conn implementations, on both ends of a loopback TCP connection and of
-// a net.Pipe, each wrapped by an IdlePolicy: without options, with each
+// a net.Pipe, each wrapped by a netidle.Policy: without options, with each
 // option alone and with all of them, and paused (with an idle of a tick:
 // a paused conn must not be closed, and Read and Write behave as c's).
 // The driver runs on the real clock. The events fire while the suite runs (a millisecond apart) but do nothing, so they
@@ -49,16 +49,20 @@ func TestIdleConn(t *testing.T) {
 		switch o.name {
 		case "OnReadIdle", "all", "paused-all":
 			idle = time.Millisecond // events, not a close
-		case "paused":
-			idle = time.Millisecond // a close, but the conns are paused
 		}
 		pause := strings.HasPrefix(o.name, "paused")
 		wrap := func(c1, c2 net.Conn) (net.Conn, net.Conn) {
 			p := netidle.NewPolicy(h, idle, o.opts...) // one policy, two conns
 			w1, w2 := p.Conn(c1), p.Conn(c2)
 			if pause {
-				w1.(netidle.Control).Pause()
-				w2.(netidle.Control).Pause()
+				// Paused, then an idle of a millisecond (a close, but the
+				// conns are paused): set after the Pause, so that a
+				// machine that stalls between the wrap and the Pause does
+				// not close them first.
+				for _, w := range []net.Conn{w1, w2} {
+					w.(netidle.Control).Pause()
+					w.(netidle.Control).SetIdle(time.Millisecond)
+				}
 			}
 			return w1, w2
 		}
