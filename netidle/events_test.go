@@ -328,6 +328,10 @@ func TestIdleEvents_SlowPeer(t *testing.T) {
 		require.NoError(t, client.(*net.TCPConn).SetReadBuffer(64<<10))
 		watchdog(t, 20*time.Second, "the slow reader draining a large Write", server, client)
 		ev := newEvents(h)
+		// The 8 MiB before the conn is wrapped: made between the wrap and
+		// the Write (under -race, on a loaded machine, tens of ms), it
+		// let the write-idle time pass before the Write began.
+		data := make([]byte, 8<<20)
 		conn := netidle.Conn(h, server, time.Minute, netidle.OnWriteIdle(ping, ev.f))
 		defer conn.Close()
 		go func() { // drains 64 KiB every 4ms: progress, but slower than the Write
@@ -340,7 +344,7 @@ func TestIdleEvents_SlowPeer(t *testing.T) {
 			}
 		}()
 		began := time.Now()
-		_, err := conn.Write(make([]byte, 8<<20)) // about half a second to drain
+		_, err := conn.Write(data) // about half a second to drain
 		require.NoError(t, err)
 		wrote := h.Now()
 		took := time.Since(began)
