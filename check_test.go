@@ -50,13 +50,6 @@ func (h *Hierarchy) check() error {
 			return fmt.Errorf("shard %d: %w", i, err)
 		}
 	}
-	if w := h.idleW.Load(); w != nil {
-		for i := range w.groups {
-			if err := w.groups[i].check(h, i); err != nil {
-				return fmt.Errorf("idle group %d: %w", i, err)
-			}
-		}
-	}
 	return nil
 }
 

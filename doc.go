@@ -20,9 +20,10 @@
 //     it (a retransmit timer per packet);
 //   - [Timeouts] is a set of keys that each expire at their own deadline
 //     (an idle timeout per connection, keyed by the connection), and
-//     [Hierarchy.IdleConn] wraps a net.Conn so that it is closed once idle,
-//     with optional idle events ([OnReadIdle], [OnWriteIdle],
-//     [MaxLifetime]);
+//     package netidle (github.com/timingwheel/timingwheel/netidle) wraps a
+//     net.Conn so that it is closed once idle, with optional idle events
+//     (read idle, write idle, a maximum lifetime), on this package's
+//     exported API;
 //   - [Hierarchy.Every] and [Timer.ResetEvery] run a callback periodically,
 //     on a grid that does not drift, like [time.Ticker];
 //   - [Timer.InitOn] runs a timer's callback through an executor, such as

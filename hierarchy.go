@@ -38,10 +38,6 @@ type Hierarchy struct {
 	// hooks are the knobs tests turn; nil outside tests.
 	hooks *hooks
 
-	// idleW holds the buckets of the conns of IdleConn with options, made
-	// by the first of them (see idleWheel).
-	idleW atomic.Pointer[idleWheel]
-
 	// The fields above are read by every operation and written only by
 	// New; those below are written
 	// as the hierarchy runs. Keep them off each other's cache lines.

@@ -3,7 +3,6 @@ package timingwheel
 import (
 	"fmt"
 	"math"
-	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -154,40 +153,6 @@ func TestReArm_TimeoutsAddLatestActivityWins(t *testing.T) {
 	clk.Set(start.Add(159 * time.Millisecond))
 	advanceWithin(t, h, "before B's deadline")
 	assert.Empty(t, expired, "expired before the deadline of the last Add")
-}
-
-// TestReArm_IdleConnLatestReadWins (item 1): two Reads on one conn return
-// data, A at 10ms (its re-arm held), B at 60ms. The conn must stay open
-// until idle has passed since B's Read.
-func TestReArm_IdleConnLatestReadWins(t *testing.T) {
-	h, clk := newGated(t, WithShards(1))
-	start := clk.Now()
-	a, b := net.Pipe()
-	defer b.Close()
-	ic := h.IdleConn(a, 100*time.Millisecond).(*idleConn)
-	defer ic.Close()
-	go func() {
-		b.Write([]byte("x"))
-		b.Write([]byte("y"))
-	}()
-	clk.Add(10 * time.Millisecond)
-	held, release := clk.gateAfterRead()
-	t.Cleanup(release)
-	aDone := make(chan struct{})
-	buf := make([]byte, 1)
-	go func() { ic.Read(buf); close(aDone) }()
-	recvWithin(t, 5*time.Second, held, "Read A's re-arm reading the clock")
-	clk.Set(start.Add(60 * time.Millisecond))
-	var bbuf [1]byte
-	n, err := ic.Read(bbuf[:])
-	require.NoError(t, err)
-	require.Equal(t, 1, n)
-	release()
-	recvWithin(t, 5*time.Second, aDone, "Read A, released")
-	assert.False(t, ic.IdleDeadline().Before(start.Add(160*time.Millisecond)), "deadline %v", ic.IdleDeadline().Sub(start))
-	clk.Set(start.Add(159 * time.Millisecond))
-	advanceWithin(t, h, "before idle has passed since the last Read")
-	assert.Zero(t, ic.state.Load()&idleTimedOut, "closed before idle had passed since the last Read with data")
 }
 
 // TestReArm_DeadlineIsTheLastReArmThatTookEffect (item 7): a re-arm's

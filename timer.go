@@ -233,14 +233,11 @@ func (t *Timer) ResetAt(deadline time.Time) bool {
 func (t *Timer) rearm(a arming) bool {
 	b := t.b.Load()
 	old := t.when.Load()
-	switch {
-	case old != notFiled && b.moveLaterFree():
+	if old != notFiled && b.moveLaterFree() {
 		w := a.deadline(b.s.h)
 		if w >= old && b.s.dueInWheel(old) && t.when.CompareAndSwap(old, w) && t.b.Load() == b {
 			return true
 		}
-	case a.onlyArmed && !b.pending:
-		return false // not armed: touch leaves it
 	}
 	return t.resetTo(a)
 }
@@ -275,8 +272,6 @@ type arming struct {
 	// when its own shard's lock was contended (see resetTo). Timeouts
 	// does not move its timers: their callbacks are bound to a shard.
 	move bool
-	// onlyArmed re-arms the timer only if it is armed (see touch).
-	onlyArmed bool
 }
 
 // deadline returns the deadline a arms for, reading h's clock if it is
@@ -286,14 +281,6 @@ func (a arming) deadline(h *Hierarchy) int64 {
 		return h.after(time.Duration(a.v))
 	}
 	return a.v
-}
-
-// touch re-arms t to fire d from now if it is armed, and reports whether
-// it was. A timer that fired or was stopped stays as it is, with the
-// deadline it had: IdleConn re-arms this way, so that a Read racing with
-// the idle close cannot move the conn's deadline past it.
-func (t *Timer) touch(d time.Duration) bool {
-	return t.rearm(arming{v: int64(d), rel: true, onlyArmed: true})
 }
 
 // resetTo re-arms t as a says, under its shard's lock. A relative deadline
@@ -313,10 +300,6 @@ func (t *Timer) resetTo(a arming) bool {
 	s, contended := t.lockShard()
 	armed := t.armedLocked()
 	if !armed {
-		if a.onlyArmed {
-			s.mu.Unlock()
-			return false
-		}
 		if a.move && !t.b.Load().exec && (contended || s.h.hooks != nil && s.h.hooks.moveAlways) {
 			if n := s.h.pickShard(); n != s && n.mu.TryLock() {
 				t.b.Store(n.bindingLocked(a.period))
@@ -371,7 +354,7 @@ func (t *Timer) setWhenLocked(a arming) (w int64, filed bool) {
 	}
 }
 
-// The layers above the core (idle conns, request deadlines, Timeouts) use
+// The layers above the core (request deadlines, Timeouts) use
 // these, not the Timer's fields.
 
 // home returns the shard t belongs to now, or nil for a zero Timer. It may
@@ -381,21 +364,6 @@ func (t *Timer) home() *shard {
 		return b.s
 	}
 	return nil
-}
-
-// initOnShard is Init for a timer that must stay on shard s: its callback
-// works on state kept per shard. t is left unarmed.
-func (t *Timer) initOnShard(s *shard, f func()) *Timer {
-	t.Init(s.h, f)
-	t.bindTo(s, f)
-	return t
-}
-
-// armAt re-arms t for the deadline ns (since the origin) on its own shard,
-// without moving it to the current processor's: for timers bound to a
-// shard by initOnShard. It reports whether t was armed, as Reset does.
-func (t *Timer) armAt(ns int64) bool {
-	return t.resetTo(arming{v: ns})
 }
 
 // fixedDeadlineNs returns the deadline of a timer that is never re-armed

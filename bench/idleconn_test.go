@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/netidle"
 )
 
 // This file adds api=IdleConn to BenchmarkHeapPerConn, impl=idleconn to
@@ -20,6 +21,6 @@ import (
 // moves (to netidle.Conn(h, c, idle)), change the return line and the import.
 func init() {
 	idleConn = func(h *timingwheel.Hierarchy, c net.Conn, idle time.Duration) net.Conn {
-		return h.IdleConn(c, idle)
+		return netidle.Conn(h, c, idle)
 	}
 }

@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/netidle"
 )
 
 // BenchmarkIdleCopy measures io.Copy of 64 MiB over loopback TCP, side by
-// side in one run: through the bare conn (impl=bare), through IdleConn
-// (impl=idleconn: ReadFrom passes straight to the conn's, WriteTo is
-// chunked to count the data read) and through IdleConn with AllIdle
-// (impl=allidle: ReadFrom chunked too, 1 MiB per call of the kernel's
-// path). Over loopback the wall time is the same either way; what the
+// side in one run: through the bare conn (impl=bare), through netidle.Conn
+// (impl=idleconn: ReadFrom passes straight to the conn's, WriteTo splices
+// what the source socket has received, call by call, counting each as
+// data read) and through netidle.Conn with AllIdle (impl=allidle: ReadFrom
+// counted too: sendfile in 256 KiB calls, splice bounded as WriteTo's). Over loopback the wall time is the same either way; what the
 // wrapper could cost is CPU, so each reports cpu-ns/op, the process's CPU
 // time (user + system, getrusage) per copy, the receiving end's included.
 // Compare with
@@ -50,8 +51,8 @@ func BenchmarkIdleCopy(b *testing.B) {
 		wrap func(net.Conn) net.Conn
 	}{
 		{"bare", func(c net.Conn) net.Conn { return c }},
-		{"idleconn", func(c net.Conn) net.Conn { return h.IdleConn(c, time.Hour) }},
-		{"allidle", func(c net.Conn) net.Conn { return h.IdleConn(c, time.Hour, timingwheel.AllIdle()) }},
+		{"idleconn", func(c net.Conn) net.Conn { return netidle.Conn(h, c, time.Hour) }},
+		{"allidle", func(c net.Conn) net.Conn { return netidle.Conn(h, c, time.Hour, netidle.AllIdle()) }},
 	}
 	b.Run("path=file-tcp", func(b *testing.B) {
 		for _, impl := range impls {

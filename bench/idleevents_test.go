@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/netidle"
 )
 
 // Idle events (OnReadIdle, OnWriteIdle, MaxLifetime) against what servers
@@ -43,7 +44,7 @@ func heapAndStack() (heap, stack uint64) {
 // after arming, divided by the count. The connections are open before the
 // first reading.
 //
-//   - impl=wheel/api=IdleConn+OnWriteIdle: h.IdleConn(c, idle,
+//   - impl=wheel/api=IdleConn+OnWriteIdle: netidle.Conn(h, c, idle,
 //     OnWriteIdle(ping, f)), the wrapper that closes on read idle and
 //     calls f on write idle; no goroutine. idle=shared: every conn has the
 //     same idle, as a server's have (IdleListener's always do); the conns
@@ -71,7 +72,7 @@ func BenchmarkHeapIdleEvents(b *testing.B) {
 	}
 	defer set.close()
 	// One option for every conn, as IdleListener applies its options once.
-	onWriteIdle := timingwheel.OnWriteIdle(pingEvery, func(net.Conn) {})
+	onWriteIdle := netidle.OnWriteIdle(pingEvery, func(net.Conn) {})
 	// What callers hold anyway, a handle per conn, is allocated before the
 	// first reading.
 	wrapped := make([]net.Conn, n)
@@ -97,7 +98,7 @@ func BenchmarkHeapIdleEvents(b *testing.B) {
 						if perConnIdle {
 							idle = farDuration(i)
 						}
-						wrapped[i] = h.IdleConn(c, idle, onWriteIdle)
+						wrapped[i] = netidle.Conn(h, c, idle, onWriteIdle)
 					}
 					disarm = func() {
 						h.Stop() // the wrappers are dropped, not closed: that would close the conns
@@ -176,9 +177,9 @@ func BenchmarkIdleEventsRearm(b *testing.B) {
 				var conn net.Conn
 				switch impl {
 				case "idleconn":
-					conn = h.IdleConn(instantConn{}, idle)
+					conn = netidle.Conn(h, instantConn{}, idle)
 				case "events":
-					conn = h.IdleConn(instantConn{}, idle, timingwheel.OnReadIdle(f), timingwheel.OnWriteIdle(pingEvery, f))
+					conn = netidle.Conn(h, instantConn{}, idle, netidle.OnReadIdle(f), netidle.OnWriteIdle(pingEvery, f))
 				}
 				if conn != nil {
 					defer conn.Close()
@@ -251,9 +252,9 @@ func BenchmarkIdleEventsIO(b *testing.B) {
 				wrap := func(c net.Conn) net.Conn {
 					switch impl {
 					case "idleconn":
-						return h.IdleConn(c, heartbeat)
+						return netidle.Conn(h, c, heartbeat)
 					case "events":
-						return h.IdleConn(c, heartbeat, timingwheel.OnReadIdle(f), timingwheel.OnWriteIdle(time.Hour, f))
+						return netidle.Conn(h, c, heartbeat, netidle.OnReadIdle(f), netidle.OnWriteIdle(time.Hour, f))
 					}
 					return c
 				}

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/netidle"
 	"golang.org/x/net/nettest"
 )
 
 // TestIdleConn runs nettest.TestConn, the standard conformance suite for
 // net.Conn implementations, on both ends of a loopback TCP connection and of
-// a net.Pipe, each wrapped by an IdlePolicy: without options, with each
+// a net.Pipe, each wrapped by a netidle.Policy: without options, with each
 // option alone and with all of them, and paused (with an idle of a tick:
 // a paused conn must not be closed, and Read and Write behave as c's).
 // The driver runs on the real clock. The events fire while the suite runs (a millisecond apart) but do nothing, so they
@@ -30,34 +31,38 @@ func TestIdleConn(t *testing.T) {
 	nop := func(net.Conn) { events.Add(1) }
 	options := []struct {
 		name string
-		opts []timingwheel.IdleOption
+		opts []netidle.Option
 	}{
 		{"none", nil},
-		{"OnReadIdle", []timingwheel.IdleOption{timingwheel.OnReadIdle(nop)}},
-		{"OnWriteIdle", []timingwheel.IdleOption{timingwheel.OnWriteIdle(time.Millisecond, nop)}},
-		{"MaxLifetime", []timingwheel.IdleOption{timingwheel.MaxLifetime(time.Hour)}},
-		{"AllIdle", []timingwheel.IdleOption{timingwheel.AllIdle()}},
-		{"all", []timingwheel.IdleOption{timingwheel.OnReadIdle(nop), timingwheel.OnWriteIdle(time.Millisecond, nop),
-			timingwheel.MaxLifetime(time.Hour), timingwheel.AllIdle()}},
+		{"OnReadIdle", []netidle.Option{netidle.OnReadIdle(nop)}},
+		{"OnWriteIdle", []netidle.Option{netidle.OnWriteIdle(time.Millisecond, nop)}},
+		{"MaxLifetime", []netidle.Option{netidle.MaxLifetime(time.Hour)}},
+		{"AllIdle", []netidle.Option{netidle.AllIdle()}},
+		{"all", []netidle.Option{netidle.OnReadIdle(nop), netidle.OnWriteIdle(time.Millisecond, nop),
+			netidle.MaxLifetime(time.Hour), netidle.AllIdle()}},
 		{"paused", nil},
-		{"paused-all", []timingwheel.IdleOption{timingwheel.OnReadIdle(nop), timingwheel.OnWriteIdle(time.Millisecond, nop),
-			timingwheel.MaxLifetime(time.Hour), timingwheel.AllIdle()}},
+		{"paused-all", []netidle.Option{netidle.OnReadIdle(nop), netidle.OnWriteIdle(time.Millisecond, nop),
+			netidle.MaxLifetime(time.Hour), netidle.AllIdle()}},
 	}
 	for _, o := range options {
 		idle := time.Hour
 		switch o.name {
 		case "OnReadIdle", "all", "paused-all":
 			idle = time.Millisecond // events, not a close
-		case "paused":
-			idle = time.Millisecond // a close, but the conns are paused
 		}
 		pause := strings.HasPrefix(o.name, "paused")
 		wrap := func(c1, c2 net.Conn) (net.Conn, net.Conn) {
-			p := h.IdlePolicy(idle, o.opts...) // one policy, two conns
+			p := netidle.NewPolicy(h, idle, o.opts...) // one policy, two conns
 			w1, w2 := p.Conn(c1), p.Conn(c2)
 			if pause {
-				w1.(timingwheel.IdleControl).Pause()
-				w2.(timingwheel.IdleControl).Pause()
+				// Paused, then an idle of a millisecond (a close, but the
+				// conns are paused): set after the Pause, so that a
+				// machine that stalls between the wrap and the Pause does
+				// not close them first.
+				for _, w := range []net.Conn{w1, w2} {
+					w.(netidle.Control).Pause()
+					w.(netidle.Control).SetIdle(time.Millisecond)
+				}
 			}
 			return w1, w2
 		}

@@ -7,19 +7,20 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/netidle"
 )
 
 // ErrIdle is what [Idle.Err] reports in OnClose when the wheel closed the
-// conn for being idle. It is the core's [timingwheel.ErrIdle], the very
+// conn for being idle. It is package netidle's [netidle.ErrIdle], the very
 // same value, so one test serves a server of either kind:
-// errors.Is(err, timingwheel.ErrIdle) holds, and so does
+// errors.Is(err, netidle.ErrIdle) holds, and so does
 // errors.Is(err, os.ErrDeadlineExceeded) (it is a net.Error whose Timeout()
 // is true: the error a net.Conn's reader sees when a deadline passes).
-var ErrIdle = timingwheel.ErrIdle
+var ErrIdle = netidle.ErrIdle
 
 // ErrLifetime is as [ErrIdle], for a conn closed at the end of its
-// [MaxLifetime]: the core's [timingwheel.ErrLifetime].
-var ErrLifetime = timingwheel.ErrLifetime
+// [MaxLifetime]: netidle's [netidle.ErrLifetime].
+var ErrLifetime = netidle.ErrLifetime
 
 // IdleOption adds an idle event to an [Idler]: [OnReadIdle],
 // [OnWriteIdle], [MaxLifetime].

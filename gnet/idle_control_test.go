@@ -9,25 +9,25 @@ import (
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
-	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/netidle"
 )
 
 // Tests of the Idle's sentinels and of its Pause, Resume and SetIdle, the
 // core's IdleControl on a gnet loop. Mock-driven unless they say so.
 
 func TestIdle_ErrIsTheCoresSentinel(t *testing.T) {
-	if ErrIdle != timingwheel.ErrIdle || ErrLifetime != timingwheel.ErrLifetime {
+	if ErrIdle != netidle.ErrIdle || ErrLifetime != netidle.ErrLifetime {
 		t.Fatal("gnetwheel.ErrIdle and ErrLifetime are not the core's values: two sentinels for one meaning")
 	}
 	mock, h, idler, loop := mockLoop(t, 100*time.Millisecond)
 	c := loop.conn(idler)
 	step(mock, h, loop, 100*time.Millisecond)
-	checkTimeoutErr(t, c.err, timingwheel.ErrIdle, "an idle close")
+	checkTimeoutErr(t, c.err, netidle.ErrIdle, "an idle close")
 
 	mock, h, idler, loop = mockLoop(t, time.Hour, MaxLifetime(50*time.Millisecond))
 	c = loop.conn(idler)
 	step(mock, h, loop, 50*time.Millisecond)
-	checkTimeoutErr(t, c.err, timingwheel.ErrLifetime, "a lifetime close")
+	checkTimeoutErr(t, c.err, netidle.ErrLifetime, "a lifetime close")
 }
 
 // checkTimeoutErr checks that err is want, os.ErrDeadlineExceeded and a
@@ -345,7 +345,7 @@ func TestIdle_PauseResumeAndSetIdleOnARealServer(t *testing.T) {
 	if got := e.at.Sub(r.at); got < idle {
 		t.Errorf("the resumed conn closed %v after Resume, before its idle %v", got, idle)
 	}
-	checkTimeoutErr(t, e.err, timingwheel.ErrIdle, "an idle close")
+	checkTimeoutErr(t, e.err, netidle.ErrIdle, "an idle close")
 	time.Sleep(4 * idle)
 	rl := s.waitFor(t, "r", 2, 5*time.Second)
 	e = s.waitFor(t, "close", 2, 5*time.Second)

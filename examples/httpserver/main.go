@@ -4,7 +4,7 @@
 //
 //	go run ./examples/httpserver
 //
-// The listener is h.IdleListener(ln, idle); the server's ConnState hook
+// The listener is netidle.Listener(h, ln, idle); the server's ConnState hook
 // pauses a conn's idle close while it serves a request (StateActive) and
 // resumes it when the conn waits for the next (StateIdle), so that a
 // handler slower than idle, or a response streamed to a client that sends
@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/netidle"
 )
 
 func main() {
@@ -80,7 +81,7 @@ type server struct {
 }
 
 func (s *server) connState(c net.Conn, st http.ConnState) {
-	ic := c.(timingwheel.IdleControl)
+	ic := c.(netidle.Control)
 	switch st {
 	case http.StateActive:
 		ic.Pause() // serving a request: however slow, not idle
@@ -142,7 +143,7 @@ func run(cfg config) (*report, error) {
 	}
 	s := &server{h: h, cfg: cfg, idleAt: map[net.Conn]time.Time{}, closedC: make(chan time.Duration, 8)}
 	srv := &http.Server{Handler: s.handler(), ConnState: s.connState, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(h.IdleListener(ln, cfg.Idle))
+	go srv.Serve(netidle.Listener(h, ln, cfg.Idle))
 	defer srv.Close()
 
 	rep := &report{}

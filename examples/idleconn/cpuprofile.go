@@ -4,7 +4,7 @@ package main
 // work by where it was taken:
 //
 //   - wheel mode: in the timingwheel package, or in what it calls, except
-//     below the IdleConn wrapper's Read, Write, Close and expiry, which call
+//     below the netidle conn wrapper's Read, Write, Close and expiry, which call
 //     package net: reading and closing sockets is the application's work.
 //     Samples on the driver goroutine (labelled timer=driver: it inherits
 //     the label from the goroutine that called Start) are the driver's; the
@@ -56,7 +56,7 @@ func (m *cpuMeter) stop() (cpuReport, error) {
 // The library's functions, by the prefix of their names in a profile.
 const libPrefix = "github.com/timingwheel/timingwheel."
 
-// wrapperIO are the IdleConn wrapper's functions that call package net.
+// wrapperIO are the netidle conn wrapper's functions that call package net.
 var wrapperIO = []string{
 	libPrefix + "(*idleConn).Read",
 	libPrefix + "(*idleConn).Write",

@@ -6,7 +6,7 @@
 //
 //	go run ./examples/idleconn
 //
-// The server listens through [timingwheel.Hierarchy.IdleListener], so every
+// The server listens through [netidle.Listener], so every
 // connection it accepts is closed by the hierarchy's driver goroutine once
 // it has sent nothing for -timeout; its reader just reads lines and sees a
 // read timeout when that happens. With -mode deadline the same server
@@ -88,7 +88,7 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs := flag.NewFlagSet("idleconn", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "`host:port` for the server; port 0 picks a free one")
-	fs.StringVar(&cfg.Mode, "mode", cfg.Mode, "how the server keeps its idle timeouts: `wheel` (timingwheel's IdleListener), "+
+	fs.StringVar(&cfg.Mode, "mode", cfg.Mode, "how the server keeps its idle timeouts: `wheel` (netidle.Listener), "+
 		"deadline (SetReadDeadline before every Read), or both, one after the other, compared")
 	fs.IntVar(&cfg.Conns, "conns", cfg.Conns, "number of the demo's own client `connections`; 0 serves outside clients only")
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "close a connection after this long without a heartbeat")

@@ -44,7 +44,7 @@ type report struct {
 	Outside outsideReport
 
 	HeapPerConn       float64 // heap after GC freed by closing the demo's connections, over them: both ends
-	WheelBytesPerConn float64 // wheel mode: the IdleConn wrapper with its Timer
+	WheelBytesPerConn float64 // wheel mode: the netidle conn wrapper with its Timer
 	ProcessCPU        time.Duration
 	CPU               cpuReport
 }
@@ -252,7 +252,7 @@ func (r *report) print(w io.Writer) {
 			r.HeapPerConn)
 		switch r.Mode {
 		case modeWheel:
-			row("", "of which the idle timeout: %.0f B (the IdleConn wrapper with its Timer)", r.WheelBytesPerConn)
+			row("", "of which the idle timeout: %.0f B (the netidle conn wrapper with its Timer)", r.WheelBytesPerConn)
 		case modeDeadline:
 			row("", "of which the idle timeout: 16 B, the deadline's entry in the runtime's timer heap (the timer itself is part of the socket's poll descriptor, off the Go heap)")
 		}

@@ -21,18 +21,19 @@ import (
 
 	"github.com/timingwheel/timingwheel"
 	"github.com/timingwheel/timingwheel/internal/demo"
+	"github.com/timingwheel/timingwheel/netidle"
 )
 
 // The ways the server can keep its idle timeouts (-mode).
 const (
-	modeWheel    = "wheel"    // timingwheel's IdleListener: one Timer.Reset per Read with data
+	modeWheel    = "wheel"    // netidle.Listener: a clock read per Read with data, one timer per conn
 	modeDeadline = "deadline" // conn.SetReadDeadline(time.Now().Add(timeout)) before every Read
 	modeBoth     = "both"     // wheel, then deadline, on the same workload
 )
 
 // modeHow says in a few words what each mode does.
 var modeHow = map[string]string{
-	modeWheel:    "IdleListener, the timing wheel closes idle connections",
+	modeWheel:    "netidle.Listener, the timing wheel closes idle connections",
 	modeDeadline: "SetReadDeadline before every Read",
 }
 
@@ -110,7 +111,7 @@ func (c config) validate() error {
 var driverLabels = pprof.Labels("timer", "driver")
 
 // server closes connections that send nothing for timeout. In wheel mode
-// that takes one line: the listener is wrapped by IdleListener, and a Read
+// that takes one line: the listener is wrapped by netidle.Listener, and a Read
 // error that is a timeout means the wheel closed the conn. In deadline mode
 // each Read is preceded by SetReadDeadline. Everything else here is
 // bookkeeping for the report.
@@ -216,7 +217,7 @@ func (r *deadlineReader) Read(p []byte) (int, error) {
 	return r.c.Read(p)
 }
 
-// idleDeadline is what the conns of an IdleListener offer beyond net.Conn.
+// idleDeadline is what the conns of a netidle.Listener offer beyond net.Conn.
 type idleDeadline interface{ IdleDeadline() time.Time }
 
 // serve reads lines until the connection ends. Every line is a heartbeat;
@@ -419,7 +420,7 @@ func run(ctx context.Context, cfg config) (*report, error) {
 		// taken while it runs are attributed to it.
 		pprof.Do(context.Background(), driverLabels, func(context.Context) { h.Start() })
 		defer h.Stop()
-		ln = h.IdleListener(rawLn, cfg.Timeout)
+		ln = netidle.Listener(h, rawLn, cfg.Timeout)
 	}
 	rep.Addr = rawLn.Addr().String()
 	how := modeHow[cfg.Mode]
@@ -651,7 +652,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 type nopConn struct{ net.Conn }
 
 // wheelBytesPerConn reports the heap one connection's idle timeout costs in
-// wheel mode: the IdleConn wrapper with its Timer and callback, measured on
+// wheel mode: the netidle conn wrapper with its Timer and callback, measured on
 // many wrappers in a fresh hierarchy.
 func wheelBytesPerConn(idle time.Duration) float64 {
 	const n = 10_000
@@ -666,7 +667,7 @@ func wheelBytesPerConn(idle time.Duration) float64 {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for i := range conns {
-		conns[i] = h.IdleConn(c, idle)
+		conns[i] = netidle.Conn(h, c, idle)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/netidle"
 )
 
 // TestReaderJudgesIdleCloseFromServersLastRead pins the measure TestRun's
@@ -40,7 +41,7 @@ func TestReaderJudgesIdleCloseFromServersLastRead(t *testing.T) {
 		}
 		s := &server{cfg: config{Timeout: tc.timeout}, base: time.Now(), h: h}
 		tp := &tap{Conn: c, s: s, lastRead: s.since()}
-		sc := &sconn{c: h.IdleConn(tp, 100*time.Millisecond), tap: tp}
+		sc := &sconn{c: netidle.Conn(h, tp, 100*time.Millisecond), tap: tp}
 		if _, err := cl.Write([]byte("hb\n")); err != nil {
 			t.Fatal(err)
 		}

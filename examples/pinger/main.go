@@ -13,7 +13,7 @@
 // -ping gets a ping.
 //
 // With -mode wheel every accepted conn is wrapped by
-// [timingwheel.Hierarchy.IdleConn] with [timingwheel.OnWriteIdle]: the
+// [netidle.Conn] with [netidle.OnWriteIdle]: the
 // hierarchy's driver writes the ping (under a short write deadline, so it
 // never waits on a full socket) and closes the idle conns; the server has
 // one reader goroutine per conn and no writer. With -mode ticker the same

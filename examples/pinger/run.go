@@ -16,17 +16,18 @@ import (
 
 	"github.com/timingwheel/timingwheel"
 	"github.com/timingwheel/timingwheel/internal/demo"
+	"github.com/timingwheel/timingwheel/netidle"
 )
 
 // The ways the server keeps its pings and idle closes (-mode).
 const (
-	modeWheel  = "wheel"  // IdleConn with OnWriteIdle: the wheel pings and closes, no goroutine of its own
+	modeWheel  = "wheel"  // netidle.Conn with OnWriteIdle: the wheel pings and closes, no goroutine of its own
 	modeTicker = "ticker" // a writer goroutine per conn with a time.Ticker, and SetReadDeadline before every Read
 	modeBoth   = "both"   // each in a process of its own, then compared
 )
 
 var modeHow = map[string]string{
-	modeWheel:  "IdleConn + OnWriteIdle: the timing wheel pings and closes",
+	modeWheel:  "netidle.Conn + OnWriteIdle: the timing wheel pings and closes",
 	modeTicker: "a writer goroutine with a time.Ticker per conn, SetReadDeadline before every Read",
 }
 
@@ -125,7 +126,7 @@ func (r *report) problems() []string {
 
 // sconn is the server's side of one conn.
 type sconn struct {
-	c    net.Conn      // tap, wrapped by IdleConn in wheel mode
+	c    net.Conn      // tap, wrapped by netidle.Conn in wheel mode
 	tap  *tap          // the accepted conn, below the wheel
 	port int           // the client's port, to find it by
 	send chan struct{} // ticker mode: the writer's queue
@@ -315,7 +316,7 @@ func (s *server) accept(ln net.Listener) {
 		if s.h != nil {
 			// The idle close and the ping in one wrapper; f is the
 			// conn's own, so it finds the conn's state without a lookup.
-			sc.c = s.h.IdleConn(t, s.cfg.Timeout, timingwheel.OnWriteIdle(s.cfg.Ping, func(net.Conn) { s.ping(sc) }))
+			sc.c = netidle.Conn(s.h, t, s.cfg.Timeout, netidle.OnWriteIdle(s.cfg.Ping, func(net.Conn) { s.ping(sc) }))
 		} else {
 			sc.send, sc.quit = make(chan struct{}, 1), make(chan struct{})
 			s.wg.Go(func() { s.writer(sc) })
@@ -394,7 +395,7 @@ func (s *server) reader(sc *sconn) {
 			if dr != nil {
 				deadline = dr.deadline
 			} else {
-				deadline = sc.c.(timingwheel.IdleControl).IdleDeadline()
+				deadline = sc.c.(netidle.Control).IdleDeadline()
 			}
 			late := s.base.Add(time.Duration(at)).Sub(deadline)
 			sc.idle, sc.closedAt = true, at

@@ -22,6 +22,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/netidle"
 )
 
 // Each ```go block of README.md must appear verbatim in this file or, for
@@ -202,9 +203,9 @@ func TestSearchHandler(t *testing.T) {
 
 // serveIdle serves ln, closing each conn that reads nothing for idle:
 // handle's blocked Read then returns an error that errors.Is reports as
-// timingwheel.ErrIdle (and os.ErrDeadlineExceeded, as a read deadline's).
+// netidle.ErrIdle (and os.ErrDeadlineExceeded, as a read deadline's).
 func serveIdle(h *timingwheel.Hierarchy, ln net.Listener, idle time.Duration, handle func(net.Conn)) error {
-	ln = h.IdleListener(ln, idle)
+	ln = netidle.Listener(h, ln, idle)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -267,8 +268,8 @@ func TestServeIdle(t *testing.T) {
 		if r.lines != 7 {
 			t.Errorf("the server read %d lines, want 7", r.lines)
 		}
-		if !errors.Is(r.err, timingwheel.ErrIdle) || !errors.Is(r.err, os.ErrDeadlineExceeded) {
-			t.Errorf("the server's Read: %v, want timingwheel.ErrIdle and os.ErrDeadlineExceeded", r.err)
+		if !errors.Is(r.err, netidle.ErrIdle) || !errors.Is(r.err, os.ErrDeadlineExceeded) {
+			t.Errorf("the server's Read: %v, want netidle.ErrIdle and os.ErrDeadlineExceeded", r.err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("watchdog: the silent conn was not closed within 10s of its idle time")
@@ -278,9 +279,9 @@ func TestServeIdle(t *testing.T) {
 // idleEvents closes a conn after a minute with nothing read, pings a peer
 // written nothing for 15s, and cuts every conn at a day.
 func idleEvents(h *timingwheel.Hierarchy, ln net.Listener) net.Listener {
-	return h.IdleListener(ln, time.Minute,
-		timingwheel.OnWriteIdle(15*time.Second, ping),
-		timingwheel.MaxLifetime(24*time.Hour))
+	return netidle.Listener(h, ln, time.Minute,
+		netidle.OnWriteIdle(15*time.Second, ping),
+		netidle.MaxLifetime(24*time.Hour))
 }
 
 func ping(c net.Conn) {
@@ -458,7 +459,7 @@ func TestSessionPingIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	sess := &session{pings: make(chan struct{}, 1)}
-	sess.conn = h.IdleConn(raw, time.Minute, timingwheel.OnWriteIdle(20*time.Millisecond, sess.pingIdle))
+	sess.conn = netidle.Conn(h, raw, time.Minute, netidle.OnWriteIdle(20*time.Millisecond, sess.pingIdle))
 	go func() { // the writer
 		for range sess.pings {
 			if _, err := sess.conn.Write([]byte("ping\n")); err != nil {

@@ -199,7 +199,7 @@ func (d *doc) connections() {
 	d.p("- `AfterFunc`: a `time.AfterFunc` per connection that closes it, `Reset` on heartbeat;\n")
 	d.p("- `Timeouts`: one `timingwheel.Timeouts[net.Conn]`, `Add(conn, idle)` on heartbeat;\n")
 	d.p("- `Timer`: a `timingwheel.Timer` held in the per-connection state, `Reset(idle)` on heartbeat;\n")
-	d.p("- `IdleConn`: `h.IdleConn(conn, idle)`, a wrapper whose `Read` re-arms the timeout itself (its\n")
+	d.p("- `IdleConn`: `netidle.Conn(h, conn, idle)`, a wrapper whose `Read` re-arms the timeout itself (its\n")
 	d.p("  cost is in the Read path below).\n\n")
 	for _, s := range d.res.skipped {
 		d.p("Not measured: %s.\n\n", strings.Replace(s, ": ", " — ", 1))

@@ -1,6 +1,8 @@
 // Command idle is a gnet server whose connections are closed once idle, by
-// gnetwheel: one timingwheel timer per connection, re-armed by OnTraffic on
-// the connection's own event loop, and closed on that loop when it fires.
+// gnetwheel: OnTraffic records the clock in the connection's Idle, on its
+// own event loop; the Idles wait in buckets of their loop, each bucket with
+// one timingwheel timer for the conns whose deadlines fall in its span, and
+// a bucket that fires closes its idle conns on that loop.
 //
 //	cd gnet && go run ./examples/idle [-conns N] [-duration D] [-impl wheel|scan|afterfunc|all] [-seed S]
 //

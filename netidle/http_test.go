@@ -1,4 +1,4 @@
-package timingwheel_test
+package netidle_test
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/netidle"
 )
 
 // Idle connections for real servers (docs/guarantees.md, "Idle
@@ -26,9 +27,9 @@ import (
 func pauseWhileActive(c net.Conn, s http.ConnState) {
 	switch s {
 	case http.StateActive:
-		c.(timingwheel.IdleControl).Pause()
+		c.(netidle.Control).Pause()
 	case http.StateIdle:
-		c.(timingwheel.IdleControl).Resume()
+		c.(netidle.Control).Resume()
 	}
 }
 
@@ -76,7 +77,7 @@ func startHTTPIdleServer(t *testing.T, idle time.Duration) *httpIdleServer {
 			}
 		}
 	}}
-	go srv.Serve(h.IdleListener(ln, idle))
+	go srv.Serve(netidle.Listener(h, ln, idle))
 	t.Cleanup(func() { srv.Close() })
 	return s
 }
@@ -123,9 +124,9 @@ func TestIdleHTTP_KeepAliveConnIdleBetweenRequestsIsClosed(t *testing.T) {
 		assert.Equal(t, "hello", get(t, client, s.url+"/"))
 		time.Sleep(idle / 10) // well within idle: the conn is reused
 	}
-	after := timingwheel.RecvWithin(t, 10*time.Second, s.closed, "the idle close of a keep-alive conn")
+	after := recvWithin(t, 10*time.Second, s.closed, "the idle close of a keep-alive conn")
 	assert.GreaterOrEqual(t, after, idle, "closed %v after its last request: before idle", after)
-	timingwheel.RecvWithin(t, 10*time.Second, closedByServer, "the client seeing its conn closed")
+	recvWithin(t, 10*time.Second, closedByServer, "the client seeing its conn closed")
 	// The client dials again for the next request, and it is served.
 	assert.Equal(t, "hello", get(t, client, s.url+"/"))
 }
@@ -176,7 +177,7 @@ func allIdleStreamRound(t *testing.T, h *timingwheel.Hierarchy, idle time.Durati
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
-	il := h.IdleListener(ln, idle, timingwheel.AllIdle())
+	il := netidle.Listener(h, ln, idle, netidle.AllIdle())
 	type result struct {
 		err    error
 		maxGap time.Duration
@@ -208,13 +209,13 @@ func allIdleStreamRound(t *testing.T, h *timingwheel.Hierarchy, idle time.Durati
 	client, err := net.Dial("tcp", ln.Addr().String())
 	require.NoError(t, err)
 	defer client.Close()
-	timingwheel.Watchdog(t, 20*time.Second, "the stream and its idle close", client)
+	watchdog(t, 20*time.Second, "the stream and its idle close", client)
 	r := bufio.NewReader(client)
 	for i := range lines {
 		line, err := r.ReadString('\n')
 		if err != nil {
 			client.Close()
-			res := timingwheel.RecvWithin(t, 10*time.Second, served, "the cut stream's writer")
+			res := recvWithin(t, 10*time.Second, served, "the cut stream's writer")
 			if res.maxGap >= idle {
 				return res.maxGap, false
 			}
@@ -222,12 +223,12 @@ func allIdleStreamRound(t *testing.T, h *timingwheel.Hierarchy, idle time.Durati
 		}
 		assert.Equal(t, fmt.Sprintf("line %d\n", i), line)
 	}
-	res := timingwheel.RecvWithin(t, 10*time.Second, served, "the stream")
+	res := recvWithin(t, 10*time.Second, served, "the stream")
 	if res.err != nil && res.maxGap >= idle {
 		return res.maxGap, false
 	}
 	require.NoError(t, res.err, "the stream was cut (longest gap between writes %v)", res.maxGap)
-	timingwheel.AssertIdleErr(t, timingwheel.RecvWithin(t, 10*time.Second, served, "the idle close").err, timingwheel.ErrIdle, "the server's Read once idle both ways")
+	assertIdleErr(t, recvWithin(t, 10*time.Second, served, "the idle close").err, netidle.ErrIdle, "the server's Read once idle both ways")
 	_, err = r.ReadString('\n')
 	assert.ErrorIs(t, err, io.EOF, "the client sees the close")
 	return 0, true

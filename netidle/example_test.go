@@ -1,25 +1,27 @@
-package timingwheel_test
+package netidle_test
 
 import (
 	"bufio"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/netidle"
 )
 
-func ExampleHierarchy_IdleConn() {
+func ExampleConn() {
 	// A mock clock makes the example exact; in production leave out
 	// WithClock and call h.Start().
 	mock := clock.NewMock()
 	h, _ := timingwheel.New(timingwheel.WithClock(mock))
 
 	client, server := net.Pipe()
-	conn := h.IdleConn(server, 30*time.Second)
+	conn := netidle.Conn(h, server, 30*time.Second)
 	go fmt.Fprintln(client, "ping")
 
 	mock.Add(20 * time.Second)
@@ -27,23 +29,23 @@ func ExampleHierarchy_IdleConn() {
 	fmt.Printf("read %q\n", line)
 
 	mock.Add(20 * time.Second) // 40s since wrapped, 20s since the Read
-	fmt.Println("closed:", h.Advance())
+	h.Advance()                // the conn's timer looks, finds the Read, and waits 10s more
+	fmt.Println("idle deadline in:", conn.(netidle.Control).IdleDeadline().Sub(mock.Now()))
 	mock.Add(10 * time.Second) // 30s since the Read
-	fmt.Println("closed:", h.Advance())
+	h.Advance()
 
 	_, err := conn.Read(make([]byte, 1))
 	var ne net.Error
 	fmt.Println(errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout())
 	// Output:
 	// read "ping\n"
-	// closed: 0
-	// closed: 1
+	// idle deadline in: 10s
 	// true true
 }
 
 // A server that closes connections that send nothing for a minute: its
 // reader sees the same timeout error a read deadline would give.
-func ExampleHierarchy_IdleListener() {
+func ExampleListener() {
 	h, err := timingwheel.New()
 	if err != nil {
 		panic(err)
@@ -54,7 +56,7 @@ func ExampleHierarchy_IdleListener() {
 	if err != nil {
 		panic(err)
 	}
-	ln = h.IdleListener(ln, time.Minute)
+	ln = netidle.Listener(h, ln, time.Minute)
 	defer ln.Close()
 
 	for {
@@ -105,7 +107,7 @@ func ExampleOnWriteIdle() {
 		c.SetWriteDeadline(time.Now().Add(10 * time.Millisecond))
 		c.Write([]byte("ping\n")) // it counts as writing: the next ping is 15s from now
 	}
-	conn := h.IdleConn(accepted, time.Minute, timingwheel.OnWriteIdle(15*time.Second, ping))
+	conn := netidle.Conn(h, accepted, time.Minute, netidle.OnWriteIdle(15*time.Second, ping))
 	defer conn.Close()
 	peer := bufio.NewReader(client)
 
@@ -145,7 +147,7 @@ func ExampleOnReadIdle() {
 
 	questions := make(chan string, 1)
 	silences := 0
-	conn := h.IdleConn(server, 10*time.Second, timingwheel.OnReadIdle(func(c net.Conn) {
+	conn := netidle.Conn(h, server, 10*time.Second, netidle.OnReadIdle(func(c net.Conn) {
 		// Each time 10s pass with nothing read; data read would restart
 		// the count.
 		if silences++; silences == 3 {
@@ -188,7 +190,7 @@ func ExampleMaxLifetime() {
 	h, _ := timingwheel.New(timingwheel.WithClock(mock))
 	server, client := net.Pipe()
 	defer client.Close()
-	conn := h.IdleConn(server, 30*time.Minute, timingwheel.MaxLifetime(time.Hour))
+	conn := netidle.Conn(h, server, 30*time.Minute, netidle.MaxLifetime(time.Hour))
 
 	go func() {
 		for {
@@ -213,4 +215,58 @@ func ExampleMaxLifetime() {
 	// 20m: busy
 	// 40m: busy
 	// 60m: closed, a timeout: true
+}
+
+// One policy for a server's conns, wrapped one by one after a handshake:
+// the options are checked once and shared, and each conn's idle can change
+// afterwards (longer once its client has authenticated).
+func ExampleNewPolicy() {
+	mock := clock.NewMock()
+	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	p := netidle.NewPolicy(h, 10*time.Second, netidle.MaxLifetime(time.Hour))
+
+	client, server := net.Pipe()
+	defer client.Close()
+	conn := p.Conn(server) // after the handshake
+	ctl := conn.(netidle.Control)
+	ctl.SetIdle(time.Minute) // authenticated: a minute of silence is fine
+	mock.Add(30 * time.Second)
+	h.Advance()
+	fmt.Println("closed in:", ctl.IdleDeadline().Sub(mock.Now()))
+	// Output:
+	// closed in: 30s
+}
+
+// An http.Server over a netidle.Listener pauses each conn while it serves
+// a request and resumes it between requests: keep-alive conns idle between
+// requests are closed, a slow handler or a long response never is.
+// ReadTimeout, ReadHeaderTimeout and WriteTimeout still bound one request:
+// a paused conn whose request body stalls is closed by nothing else.
+func ExampleControl() {
+	h, err := timingwheel.New()
+	if err != nil {
+		panic(err)
+	}
+	h.Start()
+	defer h.Stop()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	srv := &http.Server{
+		Handler: http.NotFoundHandler(),
+		ConnState: func(c net.Conn, s http.ConnState) {
+			switch s {
+			case http.StateActive:
+				c.(netidle.Control).Pause()
+			case http.StateIdle:
+				c.(netidle.Control).Resume()
+			}
+		},
+		ReadTimeout:       time.Minute,
+		ReadHeaderTimeout: 10 * time.Second,
+		WriteTimeout:      time.Minute,
+	}
+	go srv.Serve(netidle.Listener(h, ln, 30*time.Second))
+	defer srv.Close()
 }

@@ -1,4 +1,4 @@
-package timingwheel_test
+package netidle_test
 
 import (
 	"net"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/netidle"
 )
 
 // TestIdleEvents_ClockBackJudgedAtTheFiredTick: on a Mock, one shard, the clock goes to 20ms and back to 5ms; a conn wrapped
@@ -25,52 +26,52 @@ func TestIdleEvents_ClockBackJudgedAtTheFiredTick(t *testing.T) {
 	require.NoError(t, err)
 	start := mock.Now()
 	mock.Set(start.Add(20 * time.Millisecond))
-	timingwheel.AdvanceWithin(t, h, "20ms")
+	advanceWithin(t, h, "20ms")
 	mock.Set(start.Add(5 * time.Millisecond))
-	timingwheel.AdvanceWithin(t, h, "back at 5ms")
+	advanceWithin(t, h, "back at 5ms")
 	fc := &fastConn{}
 	var (
 		mu    sync.Mutex
 		order []string
 	)
 	rec := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
-	c := h.IdleConn(fc, time.Hour, timingwheel.OnWriteIdle(2*time.Millisecond, func(net.Conn) {
+	c := netidle.Conn(h, fc, time.Hour, netidle.OnWriteIdle(2*time.Millisecond, func(net.Conn) {
 		if fc.closes.Load() > 0 {
 			rec("write idle on a closed conn")
 			return
 		}
 		rec("write idle at " + h.Now().Sub(start).String())
-	}), timingwheel.MaxLifetime(9*time.Millisecond))
+	}), netidle.MaxLifetime(9*time.Millisecond))
 	defer c.Close()
 	mock.Set(start.Add(8 * time.Millisecond))
-	timingwheel.AdvanceWithin(t, h, "8ms")
+	advanceWithin(t, h, "8ms")
 	mu.Lock()
 	require.Equal(t, []string{"write idle at 8ms"}, order, "the event due at 7ms, at 8ms")
 	mu.Unlock()
 	mock.Set(start.Add(30 * time.Millisecond))
-	timingwheel.AdvanceWithin(t, h, "30ms")
-	timingwheel.AdvanceWithin(t, h, "30ms, again") // what a callback arms for a tick the shard has passed waits for the next Advance
+	advanceWithin(t, h, "30ms")
+	advanceWithin(t, h, "30ms, again") // what a callback arms for a tick the shard has passed waits for the next Advance
 	mu.Lock()
 	assert.Equal(t, []string{"write idle at 8ms", "write idle at 30ms"}, order,
 		"the write-idle event due at 10ms, before the lifetime's end at 14ms")
 	mu.Unlock()
 	assert.EqualValues(t, 1, fc.closes.Load(), "not closed for its lifetime")
 	_, err = c.Read(make([]byte, 1))
-	assert.ErrorIs(t, err, timingwheel.ErrLifetime)
+	assert.ErrorIs(t, err, netidle.ErrLifetime)
 }
 
 // backThenRead wraps local with opts on a clock at origin+10h, sets the
 // clock back to origin+5h, has the conn read a byte from peer there, and
 // returns the conn.
-func backThenRead(t *testing.T, opts ...timingwheel.IdleOption) (h *timingwheel.Hierarchy, mock interface {
+func backThenRead(t *testing.T, opts ...netidle.Option) (h *timingwheel.Hierarchy, mock interface {
 	Add(time.Duration)
 }, c idleConn, peer net.Conn) {
 	t.Helper()
-	hh, m := timingwheel.NewMock(t)
+	hh, m := newMock(t)
 	origin := m.Now()
 	m.Add(10 * time.Hour)
-	local, p := timingwheel.Pipe(t)
-	c = hh.IdleConn(local, time.Hour, opts...).(idleConn)
+	local, p := pipe(t)
+	c = netidle.Conn(hh, local, time.Hour, opts...).(idleConn)
 	t.Cleanup(func() { c.Close() })
 	m.Set(origin.Add(5 * time.Hour)) // the clock goes back 5h
 	go p.Write([]byte{1})
@@ -87,11 +88,11 @@ func backThenRead(t *testing.T, opts ...timingwheel.IdleOption) (h *timingwheel.
 // reading plus idle, and the conn is closed idle after the Read. The conn
 // without options is the next test.
 func TestIdleEvents_ReadAfterClockWentBackRearms(t *testing.T) {
-	h, mock, c, peer := backThenRead(t, timingwheel.OnWriteIdle(24*time.Hour, func(net.Conn) {}))
+	h, mock, c, peer := backThenRead(t, netidle.OnWriteIdle(24*time.Hour, func(net.Conn) {}))
 	assert.Equal(t, h.Now().Add(time.Hour), c.IdleDeadline(), "IdleDeadline after a Read, the clock having gone back")
 	mock.Add(time.Hour)
-	timingwheel.AdvanceWithin(t, h, "idle after the Read")
-	assert.True(t, timingwheel.PeerSeesClosed(t, peer), "not closed idle (1h) after its last Read")
+	advanceWithin(t, h, "idle after the Read")
+	assert.True(t, peerSeesClosed(t, peer), "not closed idle (1h) after its last Read")
 }
 
 // The same for a conn without options: closed idle after its last Read,
@@ -100,9 +101,9 @@ func TestIdleConn_ReadAfterClockWentBackRearms(t *testing.T) {
 	h, mock, c, peer := backThenRead(t)
 	assert.Equal(t, h.Now().Add(time.Hour), c.IdleDeadline(), "IdleDeadline after a Read, the clock having gone back")
 	mock.Add(time.Hour - time.Millisecond)
-	timingwheel.AdvanceWithin(t, h, "a tick before idle after the Read")
-	assert.False(t, timingwheel.PeerSeesClosed(t, peer), "closed before idle after its last Read")
+	advanceWithin(t, h, "a tick before idle after the Read")
+	assert.False(t, peerSeesClosed(t, peer), "closed before idle after its last Read")
 	mock.Add(time.Millisecond)
-	timingwheel.AdvanceWithin(t, h, "idle after the Read")
-	assert.True(t, timingwheel.PeerSeesClosed(t, peer), "not closed idle (1h) after its last Read")
+	advanceWithin(t, h, "idle after the Read")
+	assert.True(t, peerSeesClosed(t, peer), "not closed idle (1h) after its last Read")
 }

@@ -1,4 +1,4 @@
-package timingwheel
+package netidle
 
 import (
 	"net"
@@ -6,18 +6,18 @@ import (
 )
 
 // ErrIdle is the error of a Read or Write (and of the other I/O methods) on
-// a conn of [Hierarchy.IdleConn], [Hierarchy.IdleListener] or an
-// [IdlePolicy] after the hierarchy closed it for being idle, or after
-// [OnReadIdle]'s function closed it with Close. It comes wrapped in a
-// [*net.OpError] that names the operation and the addresses; test for it
-// with errors.Is. errors.Is(err, os.ErrDeadlineExceeded) holds too, and the
-// error is a [net.Error] whose Timeout() is true: the error a reader
-// already checks for when it sets its own read deadline.
-var ErrIdle error = &idleError{"timingwheel: connection closed for being idle"}
+// a conn of [Conn], [Listener] or a [Policy] after the hierarchy closed it
+// for being idle, or after [OnReadIdle]'s function closed it with Close. It
+// comes wrapped in a [*net.OpError] that names the operation and the
+// addresses; test for it with errors.Is. errors.Is(err,
+// os.ErrDeadlineExceeded) holds too, and the error is a [net.Error] whose
+// Timeout() is true: the error a reader already checks for when it sets its
+// own read deadline.
+var ErrIdle error = &idleError{"netidle: connection closed for being idle"}
 
 // ErrLifetime is as [ErrIdle], for a conn closed at the end of its
 // [MaxLifetime].
-var ErrLifetime error = &idleError{"timingwheel: connection closed at the end of its lifetime"}
+var ErrLifetime error = &idleError{"netidle: connection closed at the end of its lifetime"}
 
 // idleError is the type of ErrIdle and ErrLifetime.
 type idleError struct{ msg string }

@@ -1,4 +1,4 @@
-package timingwheel_test
+package netidle_test
 
 import (
 	"net"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/netidle"
 )
 
 // heldConn is a net.Conn whose Read waits until the test lets it return
@@ -40,7 +41,7 @@ func TestIdleConn_DeadlineStaysAtTheIdleClose(t *testing.T) {
 	require.NoError(t, err)
 	start := mock.Now()
 	hc := &heldConn{reading: make(chan struct{}), data: make(chan []byte)}
-	c := h.IdleConn(hc, 100*time.Millisecond)
+	c := netidle.Conn(h, hc, 100*time.Millisecond)
 	ic := c.(interface{ IdleDeadline() time.Time })
 	done := make(chan struct{})
 	go func() {

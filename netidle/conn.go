@@ -1,0 +1,440 @@
+package netidle
+
+import (
+	"math"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/timingwheel/timingwheel"
+)
+
+// Conn returns c wrapped so that the hierarchy closes it once idle has
+// passed since it was wrapped or since the last Read that returned data,
+// whichever is later. The close comes no sooner than that, and at most a
+// tick plus the driver's wake-up after: the hierarchy must be driven, by
+// [timingwheel.Hierarchy.Start] or by the caller's own Advance loop.
+// Conn(h, c, idle, opts...) is NewPolicy(h, idle, opts...).Conn(c): see
+// [Policy] to share one policy among many conns.
+//
+// Only reading counts: a Read that returns data (n > 0) pushes the close
+// back to idle from then, while a Read that returns no data (an error, or
+// an empty buffer) and every Write leave it where it is. So a peer that
+// only receives, never sends, is closed as idle — unless [AllIdle] is
+// given, which makes data written count too, or the server pauses the conn
+// while it serves a request (see [Control]). A Read or Write that moves
+// data reads the clock and stores it in a word of the conn's own: no lock,
+// no timer touched, no allocation. The conn's one timer fires at the
+// earliest deadline its marks allowed when it was armed, looks at the
+// marks, closes the conn or runs the events that are due, and is armed
+// again for what remains; so a busy conn's timer fires about once per idle
+// period, and a Read costs the same on any number of cores.
+//
+// Once the hierarchy has closed the conn, its Read and Write return an error
+// e with errors.Is(e, [ErrIdle]) (or [ErrLifetime], for [MaxLifetime]) and
+// errors.Is(e, os.ErrDeadlineExceeded), and e is a [net.Error] whose
+// Timeout() is true: the error a reader already checks for with
+// SetReadDeadline. That includes a Read or Write that was blocked when the
+// timeout hit. A Read whose data arrived from c just as the timeout hit
+// still returns that data, with a nil error; the next Read reports the
+// timeout.
+//
+// Close stops the conn's timer, so the hierarchy keeps no reference to a
+// closed conn, and closes c. (A conn dropped without Close is held by the
+// hierarchy until it closes it for being idle.) The first Close returns
+// c.Close()'s error, or nil if the hierarchy has closed c already; a later
+// Close returns what c's second Close does. The conn's other methods, its
+// own deadlines included, are c's.
+//
+// The conn implements [Control] (NetConn, IdleDeadline, SetIdle, Pause,
+// Resume). It also hides nothing a server relies on: CloseWrite and
+// CloseRead (half-close; an error wrapping errors.ErrUnsupported if c has
+// neither), io.ReaderFrom and io.WriterTo, so that io.Copy to or from it
+// keeps the sendfile and splice paths c has, and syscall.Conn (an error
+// wrapping errors.ErrUnsupported if c is not one). Data moved by ReadFrom
+// and WriteTo counts as traffic as it moves, as a Read or Write of it
+// would: a splice from a socket moves what the socket has received, and
+// counts it, before it waits for more; sendfile moves a file in pieces of
+// 256 KiB, each counted. A Write of more than that to a stream socket
+// counts each piece the same way when written data counts. A Read or Write
+// of the RawConn that SyscallConn returns counts as data moved.
+//
+// What this gives over net/http's Server.IdleTimeout: the close is the
+// hierarchy's, one wheel for all conns instead of one runtime timer per
+// conn; it applies to any protocol, not only HTTP; a conn's idle can change
+// after it was accepted (SetIdle); and the conn can carry idle events and a
+// lifetime. What it does not: net/http knows when a request starts and
+// ends, this wrapper only sees bytes, so a server that must not close a
+// conn in the middle of a slow request pauses it on http.StateActive and
+// resumes it on http.StateIdle (see [Control]); and it does not replace
+// ReadTimeout (a paused conn whose request body stalls is closed by
+// nothing else), ReadHeaderTimeout or WriteTimeout, which bound one
+// request, not the silence between them.
+//
+// Options add idle events (see [Option]): [OnReadIdle] calls a function
+// instead of closing, [OnWriteIdle] calls one when nothing has been written
+// for a while (to send a ping), [MaxLifetime] closes the conn at an age
+// whatever its traffic, and [AllIdle] makes data moved either way count.
+// What is said above holds with options too; an OnReadIdle conn is closed
+// for being idle only if f closes it.
+//
+// Every method is safe for concurrent use, as c's are. Conn panics if h or
+// c is nil, idle <= 0, or an option is nil.
+func Conn(h *timingwheel.Hierarchy, c net.Conn, idle time.Duration, opts ...Option) net.Conn {
+	p := newPolicy("Conn", h, idle, opts)
+	if c == nil {
+		panic("netidle: Conn called with a nil net.Conn")
+	}
+	return p.wrap(c)
+}
+
+// Listener returns l wrapped so that every conn its Accept returns is
+// wrapped by [Conn] with idle and opts, its timeout (and the options'
+// events and lifetime) counted from the Accept: it is NewPolicy(h, idle,
+// opts...).Listener(l), and its conns share the policy. Its other methods
+// are l's. Listener panics if h or l is nil, idle <= 0, or an option is
+// nil.
+func Listener(h *timingwheel.Hierarchy, l net.Listener, idle time.Duration, opts ...Option) net.Listener {
+	p := newPolicy("Listener", h, idle, opts)
+	if l == nil {
+		panic("netidle: Listener called with a nil net.Listener")
+	}
+	return &listener{Listener: l, p: p}
+}
+
+// Bits of conn.state.
+const (
+	timedOut  = 1 << iota // the hierarchy closed the conn (or OnReadIdle's f did)
+	lifeEnded             // with timedOut: closed at the end of its lifetime
+	closed                // Close was called
+	paused                // Pause was called, Resume not yet
+	inReadEv              // OnReadIdle's f is running: a Close is an idle close
+	writer    = 1 << 8    // added for each Write in progress, with a write-idle event
+)
+
+// conn is the conn of every policy, with or without options. It must not
+// be copied: the hierarchy links its timer in place.
+//
+// Read and Write store the clock's reading in rd and wr: the marks. The
+// timer is armed for the earliest of the deadlines the marks gave when it
+// was armed (the idle close or read-idle event, the write-idle event, the
+// lifetime's end); as the marks only move forward (but for the clock going
+// back, see recordBehind), the timer is never later than the earliest
+// deadline due. When it fires, fire judges each deadline by the marks and
+// the clock, closes the conn or runs the events due, and arms the timer
+// again for the next.
+//
+// mu orders the timer's look (fire), Pause, Resume, SetIdle and Close: each
+// decides under it, so a Pause that returned is seen by the next look, and
+// a look that decided to close or to run an event did so before any later
+// Pause or Close. Read and Write never take it.
+type conn struct {
+	net.Conn
+	p     *Policy
+	rd    atomic.Int64  // clock (ns since p.base) at the last Read with data, read-idle event, Resume or SetIdle
+	wr    atomic.Int64  // the same for Writes with data and write-idle events
+	state atomic.Uint32 // timedOut | closed | ..., plus writer per Write in progress
+	mu    sync.Mutex
+	idle  atomic.Int64 // ns; SetIdle changes it under mu
+	// end is the end of the lifetime (ns since p.base; unused without
+	// MaxLifetime) and, once the hierarchy closed the conn, the deadline
+	// it closed it for. Guarded by mu.
+	end int64
+	t   timingwheel.Timer
+}
+
+func (p *Policy) wrap(c net.Conn) net.Conn {
+	ic := &conn{Conn: c, p: p}
+	ic.t.Init(p.h, ic.fire) // the one allocation besides ic: the method value
+	ic.idle.Store(p.idle)
+	now := p.now()
+	ic.rd.Store(now)
+	ic.wr.Store(now)
+	ic.end = satAdd(now, p.lifetime)
+	ic.mu.Lock()
+	ic.armLocked()
+	ic.mu.Unlock()
+	return ic
+}
+
+// Read reads from c and, if that returned data, records it.
+func (c *conn) Read(b []byte) (int, error) {
+	if c.state.Load()&timedOut != 0 {
+		return 0, c.closedErr("read")
+	}
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.record(&c.rd)
+	}
+	if err != nil && c.state.Load()&timedOut != 0 {
+		err = c.closedErr("read") // c failed because the hierarchy closed it
+	}
+	return n, err
+}
+
+// Write writes to c and, if that wrote data and written data counts,
+// records it. While it runs, the conn is not write idle. With AllIdle, a
+// large Write to a stream socket is written in pieces of writePiece bytes,
+// each recorded.
+func (c *conn) Write(b []byte) (int, error) {
+	if c.state.Load()&timedOut != 0 {
+		return 0, c.closedErr("write")
+	}
+	if !c.p.countsOut() {
+		n, err := c.Conn.Write(b)
+		if err != nil && c.state.Load()&timedOut != 0 {
+			err = c.closedErr("write")
+		}
+		return n, err
+	}
+	w := c.p.writeIdle > 0
+	if w {
+		c.state.Add(writer)
+	}
+	var n int
+	var err error
+	if !c.p.allIdle || len(b) <= writePiece || !isStream(c.Conn) {
+		n, err = c.Conn.Write(b)
+		if n > 0 {
+			c.movedOut() // before the Write stops counting as in progress
+		}
+	} else {
+		for len(b) > 0 && err == nil {
+			var k int
+			k, err = c.Conn.Write(b[:min(len(b), writePiece)])
+			n += k
+			b = b[k:]
+			if k > 0 {
+				c.movedOut()
+			}
+		}
+	}
+	if w {
+		c.state.Add(^uint32(writer - 1)) // minus writer
+	}
+	if err != nil && c.state.Load()&timedOut != 0 {
+		err = c.closedErr("write")
+	}
+	return n, err
+}
+
+// isStream reports whether c is a stream socket, whose Write may be cut in
+// pieces: a TCP conn, or a Unix conn of network "unix" (not a datagram
+// or seqpacket one, whose Write is one message).
+func isStream(c net.Conn) bool {
+	switch c := c.(type) {
+	case *net.TCPConn:
+		return true
+	case *net.UnixConn:
+		for _, a := range []net.Addr{c.LocalAddr(), c.RemoteAddr()} { // a client's own address may be unnamed
+			if a != nil && a.Network() == "unix" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// movedIn records data read (not through Read: a copy path).
+func (c *conn) movedIn() { c.record(&c.rd) }
+
+// movedOut records data written, if written data counts.
+func (c *conn) movedOut() {
+	if c.p.countsOut() {
+		c.record(&c.wr)
+	}
+}
+
+// closedErr returns the error of op once the hierarchy closed the conn,
+// nil before.
+func (c *conn) closedErr(op string) error {
+	s := c.state.Load()
+	switch {
+	case s&timedOut == 0:
+		return nil
+	case s&lifeEnded != 0:
+		return closedError(c.Conn, op, ErrLifetime)
+	}
+	return closedError(c.Conn, op, ErrIdle)
+}
+
+// Close stops the conn's timer and closes c. Called by OnReadIdle's f
+// (while it runs), it is an idle close: Read and Write report ErrIdle.
+func (c *conn) Close() error {
+	c.mu.Lock()
+	old := c.state.Load()
+	if old&(closed|timedOut) == 0 && old&inReadEv != 0 {
+		c.end = satAdd(c.idleMark(), c.idle.Load())
+		c.state.Or(timedOut)
+	}
+	c.state.Or(closed)
+	c.mu.Unlock()
+	if old&closed != 0 {
+		return c.Conn.Close() // a second Close: c's answer, typically net.ErrClosed
+	}
+	c.t.Stop() // the hierarchy keeps no reference to c
+	if old&timedOut != 0 {
+		return nil // the hierarchy has closed c already
+	}
+	return c.Conn.Close()
+}
+
+// NetConn returns the conn that was wrapped.
+func (c *conn) NetConn() net.Conn { return c.Conn }
+
+// IdleDeadline returns when the conn is to be closed for being idle, or,
+// with OnReadIdle, when its next read-idle event is due; once the hierarchy
+// has closed it, the deadline it was closed for (idle or lifetime); the
+// zero Time while it is paused.
+func (c *conn) IdleDeadline() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.state.Load()
+	switch {
+	case s&timedOut != 0:
+		return c.p.at(c.end)
+	case s&paused != 0:
+		return time.Time{}
+	}
+	return c.p.at(satAdd(c.idleMark(), c.idle.Load()))
+}
+
+// SetIdle makes d the conn's idle from now on, the current period counted
+// from now, and arms the timer for the next deadline: as one step under
+// mu, so that no look judges the new idle from the old mark.
+func (c *conn) SetIdle(d time.Duration) {
+	if d <= 0 {
+		panic("netidle: Control.SetIdle called with " + d.String() + "; the idle must be positive")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state.Load()&(timedOut|closed) != 0 {
+		return // closed: its deadline stays the one it was closed for
+	}
+	c.idle.Store(int64(d))
+	c.rd.Store(c.p.now())
+	if c.p.allIdle {
+		c.wr.Store(c.rd.Load())
+	}
+	if c.state.Load()&paused == 0 {
+		c.armLocked()
+	}
+}
+
+// Pause suspends the idle close and the idle events: the timer is left
+// armed only for the lifetime's end, if any.
+func (c *conn) Pause() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state.Load()&(timedOut|closed|paused) != 0 {
+		return
+	}
+	c.state.Or(paused)
+	c.armLocked()
+}
+
+// Resume ends a Pause: the marks move to now, and the timer is armed for
+// the next deadline.
+func (c *conn) Resume() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state.Load()&(timedOut|closed) != 0 {
+		return
+	}
+	c.state.And(^uint32(paused))
+	now := c.p.now()
+	c.rd.Store(now)
+	c.wr.Store(now)
+	c.armLocked()
+}
+
+var _ Control = (*conn)(nil)
+
+// idleMark returns the mark the idle close (or read-idle event) counts
+// from: the last data read, or with AllIdle moved either way.
+func (c *conn) idleMark() int64 {
+	m := c.rd.Load()
+	if c.p.allIdle {
+		m = max(m, c.wr.Load())
+	}
+	return m
+}
+
+// record moves mark m (c.rd or c.wr) to the clock's reading: data moved
+// now. A mark found later than the reading means a concurrent Read or
+// Write recorded a later one, or the clock went back: see recordBehind.
+func (c *conn) record(m *atomic.Int64) {
+	now := c.p.now()
+	old := m.Load()
+	if now >= old {
+		if now != old {
+			m.CompareAndSwap(old, now) // a failure: another moved it, as far
+		}
+		return
+	}
+	c.recordBehind(m)
+}
+
+// recordBehind is record for a mark found later than the clock's reading.
+// Under mu the clock is read again: a later reading just raises the mark;
+// one still behind it means the clock went back, and the count starts
+// again from it, as a Reset would, with the timer armed again since it
+// may now be later than the conn's next deadline.
+func (c *conn) recordBehind(m *atomic.Int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.p.now()
+	if raise(m, now) {
+		return
+	}
+	m.Store(now)
+	if c.state.Load()&(timedOut|closed|paused) == 0 {
+		c.armLocked()
+	}
+}
+
+// raise moves m forward to now and reports true, unless m is later than
+// now (false).
+func raise(m *atomic.Int64, now int64) bool {
+	for {
+		o := m.Load()
+		if o > now {
+			return false
+		}
+		if o == now || m.CompareAndSwap(o, now) {
+			return true
+		}
+	}
+}
+
+// armLocked arms the timer for the conn's next deadline: the earliest of
+// the lifetime's end and, unless paused, the idle close (or read-idle
+// event) and the write-idle event; or stops it if there is none. c.mu must
+// be held.
+func (c *conn) armLocked() {
+	p := c.p
+	next := int64(math.MaxInt64)
+	if p.lifetime > 0 {
+		next = c.end
+	}
+	if c.state.Load()&paused == 0 {
+		next = min(next, satAdd(c.idleMark(), c.idle.Load()))
+		if p.writeIdle > 0 {
+			next = min(next, satAdd(c.wr.Load(), p.writeIdle))
+		}
+	}
+	if next == math.MaxInt64 {
+		c.t.Stop()
+		return
+	}
+	c.t.ResetAt(p.at(next))
+}
+
+// satAdd returns a+b, saturated to the int64 range; b >= 0.
+func satAdd(a, b int64) int64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxInt64
+}

@@ -1,0 +1,113 @@
+package netidle
+
+// fire is the timer's callback: the look at the conn when its earliest
+// deadline (as the marks were when the timer was armed) has come. Under mu
+// it judges each deadline by the marks and the clock's reading now, which
+// is no earlier than the deadline the timer was armed for: the lifetime's
+// end closes the conn, and unless the conn is paused, the idle close (or
+// read-idle event) and then the write-idle event come if their deadlines
+// have passed. The timer is then armed for the next deadline.
+//
+// Each decision is taken under mu and acted on before mu is let go, but for
+// an event's function, which runs without it (it may Close, Pause or
+// SetIdle the conn): the decision to run it is its start, so a Pause or
+// Close that returned before it cancels it, and one that comes after finds
+// it started, as Timer.Stop finds a started callback. After the read-idle
+// event, the write-idle event is decided afresh under mu. If a function
+// panics, the timer is armed again first, so the conn keeps its events.
+func (c *conn) fire() {
+	p := c.p
+	c.mu.Lock()
+	locked := true
+	defer func() {
+		if !locked { // an event's function panicked
+			c.mu.Lock()
+			c.state.And(^uint32(inReadEv))
+			if c.state.Load()&(timedOut|closed) == 0 {
+				c.armLocked()
+			}
+		}
+		c.mu.Unlock()
+	}()
+	s := c.state.Load()
+	if s&(timedOut|closed) != 0 {
+		return
+	}
+	// The deadlines are judged at the instant being fired, the due
+	// instant of the deadline the timer was armed for (or the clock, if
+	// that is earlier: it went back): one due at a later tick that this
+	// Advance reaches waits for the timer armed for it below, and runs
+	// there, in order with the other timers.
+	nowT := p.h.Now()
+	armedT := c.t.Deadline()
+	at := p.h.Due(armedT)
+	fired := !nowT.Before(at) // else the clock went back, or the timer was armed again meanwhile
+	if !fired {
+		at = nowT
+	}
+	now, armed, atNs := int64(nowT.Sub(p.base)), int64(armedT.Sub(p.base)), int64(at.Sub(p.base))
+	// A deadline no later than the one fired is due by then, one later
+	// than the instant fired is not; only one between the two is rounded.
+	due := func(d int64) bool {
+		switch {
+		case d <= armed && fired:
+			return true
+		case d > atNs:
+			return false
+		}
+		return !p.h.Due(p.at(d)).After(at)
+	}
+	if p.lifetime > 0 && due(c.end) {
+		c.expireLocked(lifeEnded, c.end)
+		return
+	}
+	if s&paused != 0 {
+		c.armLocked()
+		return
+	}
+	if d := satAdd(c.idleMark(), c.idle.Load()); due(d) {
+		if p.onRead == nil {
+			c.expireLocked(0, d)
+			return
+		}
+		raise(&c.rd, now) // the event restarts the count
+		c.state.Or(inReadEv)
+		c.mu.Unlock()
+		locked = false
+		p.onRead(c)
+		c.mu.Lock()
+		locked = true
+		c.state.And(^uint32(inReadEv))
+		if c.state.Load()&(timedOut|closed|paused) != 0 {
+			return // f closed or paused the conn (Pause armed the timer)
+		}
+	}
+	if p.writeIdle > 0 {
+		switch {
+		case c.state.Load() >= writer: // a Write in progress: not idle
+			raise(&c.wr, now)
+		case due(satAdd(c.wr.Load(), p.writeIdle)):
+			raise(&c.wr, now)
+			c.mu.Unlock()
+			locked = false
+			p.onWrite(c)
+			c.mu.Lock()
+			locked = true
+			if c.state.Load()&(timedOut|closed|paused) != 0 {
+				return
+			}
+		}
+	}
+	c.armLocked()
+}
+
+// expireLocked closes the conn as the idle close does (why: 0, or
+// lifeEnded), for the deadline at. The flag goes up before c is closed, so
+// a Read or Write that fails because of the close reports the timeout.
+// c.mu must be held; it is held across the wrapped conn's Close, so that a
+// Close of the conn returns after it.
+func (c *conn) expireLocked(why uint32, at int64) {
+	c.end = at
+	c.state.Or(timedOut | why)
+	c.Conn.Close()
+}

@@ -1,0 +1,116 @@
+package netidle
+
+import (
+	"fmt"
+	"net"
+	"time"
+)
+
+// An Option adds an idle event to the conns of [Conn], [Listener] and
+// [NewPolicy], as a server's idle handler would (Netty's IdleStateHandler
+// has reader-idle, writer-idle and all-idle events):
+//
+//   - [OnReadIdle] calls a function, instead of closing, each time the
+//     conn has read nothing for idle;
+//   - [OnWriteIdle] calls one each time nothing has been written for a
+//     while: the moment to send a heartbeat (a ping) to the peer;
+//   - [MaxLifetime] closes the conn at an age, whatever its traffic;
+//   - [AllIdle] makes data written count as well as data read, for the
+//     idle close or OnReadIdle's event.
+//
+// Events are never early and at most a tick plus the driver's wake-up late,
+// like every timer of the hierarchy. Their functions run on the goroutine
+// that advances the hierarchy, one at a time for a conn, and must not block
+// it: see [OnWriteIdle] for how to write a ping without blocking. Each
+// function is given the conn Conn returned, so that a Write through it
+// counts as writing. Close, and Pause, cancel every event whose function
+// has not started; the hierarchy keeps no reference to a closed conn.
+//
+// A conn costs the same with options as without (see [Conn]): its one
+// timer is armed for the earliest of its deadlines.
+//
+// A later option of the same kind replaces an earlier one. A nil Option
+// makes Conn, Listener and NewPolicy panic.
+type Option interface {
+	apply(p *Policy)
+}
+
+type optionFunc func(p *Policy)
+
+func (f optionFunc) apply(p *Policy) { f(p) }
+
+// OnReadIdle makes read idle an event instead of a close: when idle (the
+// duration given to Conn, Listener or NewPolicy) has passed since the conn
+// was wrapped, or since the last Read that returned data, f runs with the
+// conn, which stays open; and f runs again each time another idle passes
+// with no data read, counted from the previous event. f may close the conn
+// (an idle close: Read and Write then return [ErrIdle]), write to it (see
+// [OnWriteIdle] for how without blocking), or do nothing. [Control]'s
+// IdleDeadline then reports when the next event is due. OnReadIdle panics
+// if f is nil.
+func OnReadIdle(f func(c net.Conn)) Option {
+	if f == nil {
+		panic("netidle: OnReadIdle called with a nil func")
+	}
+	return optionFunc(func(p *Policy) { p.onRead = f })
+}
+
+// OnWriteIdle runs f with the conn when d has passed since it was wrapped,
+// or since the last Write that wrote at least one byte, and again each
+// time another d passes with nothing written, counted from the previous
+// event. A Write from f itself counts, so a ping that f writes postpones
+// the next event by d. While a Write is in progress (a slow peer's full
+// buffers) the conn is not write idle: f does not run, and d counts again
+// from then.
+//
+// f runs on the goroutine that advances the hierarchy, which fires every
+// other timer too, so it must not block; a Write to a peer whose buffers
+// are full does. A ping is sent without blocking in one of two ways:
+//
+//   - with a write deadline: c.SetWriteDeadline(time.Now().Add(10 *
+//     time.Millisecond)) and then c.Write(ping). A socket with room for
+//     the ping takes it at once, and a peer that reads nothing costs the
+//     deadline at most. It also sets the deadline of the conn's other
+//     writes, so it suits a conn whose other writers set their own
+//     deadlines before each Write, or use none;
+//   - by handing the write to the conn's own writer goroutine, when it has
+//     one: a send on a buffered channel that the writer selects on, with a
+//     default case so that a busy writer drops the ping rather than
+//     blocking f (it is writing already, so no ping is needed).
+//
+// OnWriteIdle panics if d <= 0 or f is nil.
+func OnWriteIdle(d time.Duration, f func(c net.Conn)) Option {
+	if d <= 0 {
+		panic(fmt.Sprintf("netidle: OnWriteIdle called with %v; the duration must be positive", d))
+	}
+	if f == nil {
+		panic("netidle: OnWriteIdle called with a nil func")
+	}
+	return optionFunc(func(p *Policy) { p.writeIdle, p.onWrite = int64(d), f })
+}
+
+// MaxLifetime closes the conn d after it was wrapped (for Listener:
+// accepted), whatever its traffic, as SSH and proxy servers cap a
+// connection's lifetime. The close is the idle close's: from then on Read
+// and Write return an error e with errors.Is(e, [ErrLifetime]) and
+// errors.Is(e, os.ErrDeadlineExceeded) that is a [net.Error] whose
+// Timeout() is true, and the first Close returns nil. A paused conn is
+// closed at the end of its lifetime too. MaxLifetime panics if d <= 0.
+func MaxLifetime(d time.Duration) Option {
+	if d <= 0 {
+		panic(fmt.Sprintf("netidle: MaxLifetime called with %v; the duration must be positive", d))
+	}
+	return optionFunc(func(p *Policy) { p.lifetime = int64(d) })
+}
+
+// AllIdle makes the idle close (or [OnReadIdle]'s event) come once idle
+// has passed with no data moved either way, as Netty's all-idle event: a
+// Write that wrote data counts as a Read that returned data does, so a conn
+// writing a long response or a stream to a silent peer stays open, while
+// one whose peer stops reading (its Write blocked) is closed once idle
+// has passed. A large Write to a stream socket (TCP, or a Unix socket of
+// network "unix") is written, and counted, piece by piece, and data that
+// io.Copy moves through the kernel's paths counts as it moves (see [Conn]).
+func AllIdle() Option {
+	return optionFunc(func(p *Policy) { p.allIdle = true })
+}

@@ -1,0 +1,104 @@
+package netidle
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/timingwheel/timingwheel"
+)
+
+// A Policy is an idle timeout and a set of idle events ([Option]s), checked
+// once, for the conns of a server: [Policy.Conn] wraps one conn and
+// [Policy.Listener] every conn a listener accepts. Its conns share it by
+// pointer: a conn holds no copy of the options, so a server's conns cost
+// the same memory whatever its options. [Conn] and [Listener] are
+// shorthands: Conn(h, c, idle, opts...) is NewPolicy(h, idle,
+// opts...).Conn(c), and Listener(h, l, idle, opts...) is NewPolicy(h,
+// idle, opts...).Listener(l). A server that wraps conns one by one (after a
+// handshake, say) makes the policy once and calls its Conn for each.
+//
+// A Policy is immutable and safe for concurrent use. A conn's own idle can
+// be changed afterwards with [Control]'s SetIdle.
+type Policy struct {
+	h         *timingwheel.Hierarchy
+	base      time.Time // the hierarchy's clock when the policy was made; its conns count from it
+	idle      int64     // ns, > 0
+	writeIdle int64     // ns; 0: no write-idle event
+	lifetime  int64     // ns; 0: no lifetime
+	onRead    func(net.Conn)
+	onWrite   func(net.Conn)
+	allIdle   bool // a Write with data counts for the idle close too
+}
+
+// NewPolicy returns the policy of conns closed once idle has passed with no
+// data read (with [AllIdle]: none moved either way), with the events opts
+// add; see [Conn] for what its conns do. It panics if h is nil, idle <= 0
+// or an option is nil.
+func NewPolicy(h *timingwheel.Hierarchy, idle time.Duration, opts ...Option) *Policy {
+	return newPolicy("NewPolicy", h, idle, opts)
+}
+
+// newPolicy checks and applies the arguments of function (Conn, Listener
+// or NewPolicy), panicking with a message that names it.
+func newPolicy(function string, h *timingwheel.Hierarchy, idle time.Duration, opts []Option) *Policy {
+	if h == nil {
+		panic("netidle: " + function + " called with a nil Hierarchy")
+	}
+	if idle <= 0 {
+		panic(fmt.Sprintf("netidle: %s called with idle %v; it must be positive", function, idle))
+	}
+	p := &Policy{h: h, idle: int64(idle), base: h.Now()}
+	for i, o := range opts {
+		if o == nil {
+			panic(fmt.Sprintf("netidle: %s called with a nil Option (option %d)", function, i))
+		}
+		o.apply(p)
+	}
+	return p
+}
+
+// Conn returns c wrapped as [Conn] describes, with the policy's idle and
+// options, its idle and lifetime counted from now. The conn implements
+// [Control]. Conn panics if c is nil.
+func (p *Policy) Conn(c net.Conn) net.Conn {
+	if c == nil {
+		panic("netidle: Policy.Conn called with a nil net.Conn")
+	}
+	return p.wrap(c)
+}
+
+// Listener returns l wrapped so that every conn its Accept returns is
+// wrapped by [Policy.Conn], its idle (and lifetime) counted from the
+// Accept. Its other methods are l's. Listener panics if l is nil.
+func (p *Policy) Listener(l net.Listener) net.Listener {
+	if l == nil {
+		panic("netidle: Policy.Listener called with a nil net.Listener")
+	}
+	return &listener{Listener: l, p: p}
+}
+
+type listener struct {
+	net.Listener
+	p *Policy
+}
+
+// Accept waits for the next connection and returns it wrapped by the
+// policy.
+func (l *listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return c, err
+	}
+	return l.p.wrap(c), nil
+}
+
+// now returns the hierarchy's clock reading in ns since p.base.
+func (p *Policy) now() int64 { return int64(p.h.Now().Sub(p.base)) }
+
+// at returns the instant ns (since p.base).
+func (p *Policy) at(ns int64) time.Time { return p.base.Add(time.Duration(ns)) }
+
+// countsOut reports whether data written is recorded: with AllIdle or a
+// write-idle event.
+func (p *Policy) countsOut() bool { return p.allIdle || p.writeIdle > 0 }
