@@ -659,6 +659,7 @@ func wheelBytesPerConn(idle time.Duration) float64 {
 	if err != nil {
 		return math.NaN()
 	}
+	h.Stop() // nothing is to fire here: no driver starts by itself on the first arming
 	c := &nopConn{}
 	conns := make([]net.Conn, n)
 	var before, after runtime.MemStats
