@@ -56,7 +56,9 @@ func (h *Hierarchy) withTimeout(method string, parent context.Context, d time.Du
 // never before deadline, and within a tick plus the driver's wake-up after
 // it (with a [clock.Mock], on the first [Hierarchy.Advance] whose clock has
 // reached deadline rounded up to the tick). So h must be driven, by
-// [Hierarchy.Start] or the caller's own Advance loop. A deadline that h's
+// [Hierarchy.Start] or the caller's own Advance loop (on the default clock,
+// the first timer armed starts the driver unless the caller drives; see
+// [New]). A deadline that h's
 // clock has already reached returns a context that is done at once, with
 // no timer armed. Contexts derived from the returned one by the functions
 // of package context report DeadlineExceeded too when its deadline passes.

@@ -660,7 +660,7 @@ func wheelBytesPerConn(idle time.Duration) float64 {
 	if err != nil {
 		return math.NaN()
 	}
-	h.Stop() // no driver: these wrappers are only weighed, never closed
+	h.Stop() // nothing is to fire here: no driver starts by itself on the first arming
 	c := &nopConn{}
 	conns := make([]net.Conn, n)
 	var before, after runtime.MemStats
