@@ -94,7 +94,7 @@ func (l *listener) Accept() (net.Conn, error) {
 }
 
 // now returns the hierarchy's clock reading in ns since p.base.
-func (p *Policy) now() int64 { return int64(p.h.Now().Sub(p.base)) }
+func (p *Policy) now() int64 { return int64(p.h.Since(p.base)) }
 
 // at returns the instant ns (since p.base).
 func (p *Policy) at(ns int64) time.Time { return p.base.Add(time.Duration(ns)) }
