@@ -663,11 +663,12 @@ func wheelBytesPerConn(idle time.Duration) float64 {
 	h.Stop() // nothing is to fire here: no driver starts by itself on the first arming
 	c := &nopConn{}
 	conns := make([]net.Conn, n)
+	p := netidle.NewPolicy(h, idle) // shared by the conns, as the server's Listener shares one
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for i := range conns {
-		conns[i] = netidle.Conn(h, c, idle)
+		conns[i] = p.Conn(c)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
