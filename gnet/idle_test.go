@@ -30,10 +30,8 @@ func openConns(t *testing.T, s *testServer, addr string, n int) map[int]net.Conn
 }
 
 func TestIdle_ClosesOnItsLoopNeverEarly(t *testing.T) {
-	watchdog(t, 20*time.Second)
-	w := newTestWheel(t)
 	const idle = 100 * time.Millisecond
-	s := &testServer{w: w, idler: w.Idler(idle)}
+	s := newIdleServer(t, idle)
 	addr := startServer(t, s)
 	conns := openConns(t, s, addr, 4)
 	for n := range conns {
@@ -68,10 +66,8 @@ func TestIdle_ClosesOnItsLoopNeverEarly(t *testing.T) {
 // the test reports whatever the load. The exact instants are pinned with a
 // mock clock by TestIdle_ReFiledManyTimesClosesExactlyAnIdleAfterItsLastTraffic.
 func TestIdle_TrafficKeepsItOpen(t *testing.T) {
-	watchdog(t, 20*time.Second)
-	w := newTestWheel(t)
 	const idle = 150 * time.Millisecond
-	s := &testServer{w: w, idler: w.Idler(idle)}
+	s := newIdleServer(t, idle)
 	addr := startServer(t, s)
 	conns := openConns(t, s, addr, 3)
 	closed := map[int]bool{}
@@ -116,11 +112,9 @@ func TestIdle_TrafficKeepsItOpen(t *testing.T) {
 }
 
 func TestIdle_ReadAndWriteIdleCallbacksRunOnTheLoop(t *testing.T) {
-	watchdog(t, 20*time.Second)
-	w := newTestWheel(t)
 	const readIdle, writeIdle = 120 * time.Millisecond, 50 * time.Millisecond
 	var s *testServer
-	s = &testServer{w: w, idler: w.Idler(readIdle,
+	s = newIdleServer(t, readIdle,
 		OnReadIdle(func(c gnet.Conn) {
 			ss := c.Context().(*session) // safe: on the loop
 			s.emit(event{kind: "readidle", conn: ss.n, loop: ss.loop, last: ss.lastRead})
@@ -129,7 +123,7 @@ func TestIdle_ReadAndWriteIdleCallbacksRunOnTheLoop(t *testing.T) {
 			ss := c.Context().(*session)
 			ss.idle.Write([]byte("ping\n")) // writing is safe here
 			s.emit(event{kind: "writeidle", conn: ss.n, loop: ss.loop})
-		}))}
+		}))
 	addr := startServer(t, s)
 	conns := openConns(t, s, addr, 2)
 	opened := time.Now()
@@ -173,10 +167,8 @@ func TestIdle_ReadAndWriteIdleCallbacksRunOnTheLoop(t *testing.T) {
 }
 
 func TestIdle_MaxLifetimeClosesAChattyConn(t *testing.T) {
-	watchdog(t, 20*time.Second)
-	w := newTestWheel(t)
 	const idle, life = time.Second, 200 * time.Millisecond
-	s := &testServer{w: w, idler: w.Idler(idle, MaxLifetime(life))}
+	s := newIdleServer(t, idle, MaxLifetime(life))
 	addr := startServer(t, s)
 	c := dial(t, addr)
 	open := s.waitFor(t, "open", -1, 5*time.Second)
@@ -380,6 +372,15 @@ func step(mock *clock.Mock, h *timingwheel.Hierarchy, l *fakeLoop, d time.Durati
 	l.runQueued()
 }
 
+// wantNoTimers fails the test, going on, if h holds a timer; msg, with a %d
+// for h.Len(), says when and why it must not.
+func wantNoTimers(t *testing.T, h *timingwheel.Hierarchy, msg string) {
+	t.Helper()
+	if n := h.Len(); n != 0 {
+		t.Errorf(msg, n)
+	}
+}
+
 func TestIdle_IsSmallAndHasNoTimer(t *testing.T) {
 	if s := reflect.TypeFor[Idle]().Size(); strconv.IntSize == 64 && s > 56 {
 		t.Errorf("Idle is %d bytes, want <= 56 on 64-bit (48 and its own idle, for SetIdle)", s)
@@ -415,9 +416,7 @@ func TestIdle_LazyTrafficAfterTheBucketFiredKeepsItOpen(t *testing.T) {
 	if len(loop.closed) != 2 || !errors.Is(chatty.err, ErrIdle) {
 		t.Fatalf("closes = %d, Err = %v; want the chatty conn closed for idle", len(loop.closed), chatty.err)
 	}
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d once every conn closed, want 0", n)
-	}
+	wantNoTimers(t, h, "h.Len() = %d once every conn closed, want 0")
 }
 
 func TestIdle_ReFiledManyTimesClosesExactlyAnIdleAfterItsLastTraffic(t *testing.T) {
@@ -463,9 +462,7 @@ func TestIdle_CloseUnlinksFromItsBucket(t *testing.T) {
 	b.idle.Close() // twice is fine
 	a.idle.Close()
 	c.idle.Close()
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d once the bucket emptied, want 0: its timer is stopped", n)
-	}
+	wantNoTimers(t, h, "h.Len() = %d once the bucket emptied, want 0: its timer is stopped")
 	step(mock, h, loop, 2*time.Second)
 	if len(loop.closed) != 0 {
 		t.Errorf("closed %d conns that had been closed already", len(loop.closed))
@@ -520,9 +517,7 @@ func TestIdle_AnIdleCloseReturnsWhatOnCloseAsked(t *testing.T) {
 	if shutdown != 1 {
 		t.Errorf("the loop's tasks returned %v; want gnet's ErrEngineShutdown once: an idle close honours OnClose's gnet.Shutdown as a peer's close does", loop.runErrs)
 	}
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d, want 0", n)
-	}
+	wantNoTimers(t, h, "h.Len() = %d, want 0")
 }
 
 func TestIdle_ReInitAfterCloseIsNotTouchedByTheEarlierConnsQueuedClose(t *testing.T) {
@@ -556,9 +551,7 @@ func TestIdle_ReInitAfterCloseIsNotTouchedByTheEarlierConnsQueuedClose(t *testin
 		t.Fatalf("closes = %d, Err = %v; want the new conn closed for its own lifetime", len(loop.closed), next.err)
 	}
 	x.Close()
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d, want 0", n)
-	}
+	wantNoTimers(t, h, "h.Len() = %d, want 0")
 }
 
 func TestIdle_ReInitAfterCloseGetsNoWriteIdleOfTheEarlierConn(t *testing.T) {
@@ -581,9 +574,7 @@ func TestIdle_ReInitAfterCloseGetsNoWriteIdleOfTheEarlierConn(t *testing.T) {
 		t.Fatalf("OnWriteIdle ran %d times; want once, for the new conn, a write idle after its Init", len(got))
 	}
 	x.Close()
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d, want 0", n)
-	}
+	wantNoTimers(t, h, "h.Len() = %d, want 0")
 }
 
 func TestIdle_InitOfAnIdleInUsePanics(t *testing.T) {
@@ -611,9 +602,7 @@ func (s shutdownOnIdle) OnClose(c gnet.Conn, err error) gnet.Action {
 }
 
 func TestIdle_ShutdownReturnedByOnCloseOfAnIdleCloseStopsTheEngine(t *testing.T) {
-	watchdog(t, 20*time.Second)
-	w := newTestWheel(t)
-	s := &testServer{w: w, idler: w.Idler(50 * time.Millisecond)}
+	s := newIdleServer(t, 50*time.Millisecond)
 	srv := runServer(t, shutdownOnIdle{s}, s)
 	dial(t, srv.addr)
 	if e := s.waitFor(t, "close", -1, 5*time.Second); !errors.Is(e.err, ErrIdle) {
@@ -627,7 +616,7 @@ func TestIdle_ShutdownReturnedByOnCloseOfAnIdleCloseStopsTheEngine(t *testing.T)
 	case <-time.After(5 * time.Second):
 		t.Fatal("gnet.Run still running 5s after OnClose returned gnet.Shutdown for an idle close: the action was ignored")
 	}
-	if !eventually(5*time.Second, func() bool { return w.Hierarchy().Len() == 0 }) {
-		t.Errorf("h.Len() = %d after the engine stopped, want 0", w.Hierarchy().Len())
+	if !eventually(5*time.Second, func() bool { return s.w.Hierarchy().Len() == 0 }) {
+		t.Errorf("h.Len() = %d after the engine stopped, want 0", s.w.Hierarchy().Len())
 	}
 }

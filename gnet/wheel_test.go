@@ -279,9 +279,7 @@ func TestSchedule_DoneContextRegistrationIsRemovedWhenItRuns(t *testing.T) {
 		w.Schedule(loop, ctx, gnet.RunnableFunc(func(context.Context) error { p.n++; return nil }), time.Millisecond)
 	}
 	step(mock, h, loop, time.Millisecond)
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d after the tasks ran, want 0", n)
-	}
+	wantNoTimers(t, h, "h.Len() = %d after the tasks ran, want 0")
 	if !collected(ws) {
 		t.Error("a task that ran is still referenced, by its context's registration")
 	}
@@ -311,7 +309,5 @@ func TestWheel_ANilEventLoopPanicsWithAClearMessage(t *testing.T) {
 			call()
 		}()
 	}
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d, want 0", n)
-	}
+	wantNoTimers(t, h, "h.Len() = %d, want 0")
 }
