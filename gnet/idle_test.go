@@ -15,6 +15,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 	gerrors "github.com/panjf2000/gnet/v2/pkg/errors"
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/demotest"
 )
 
 // openConns dials n conns to s and returns them with their server numbers.
@@ -260,10 +261,7 @@ func (c *fakeConn) onClose()                    { c.err = c.idle.Err(); c.idle.C
 func newMockIdle(t *testing.T, idle time.Duration, opts ...IdleOption) (*clock.Mock, *timingwheel.Hierarchy, *fakeConn) {
 	t.Helper()
 	mock := clock.NewMock()
-	h, err := timingwheel.New(timingwheel.WithClock(mock))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
 	c := &fakeConn{loop: &fakeLoop{}, idle: new(Idle)}
 	c.idle.Init(New(h).Idler(idle, opts...), c)
 	return mock, h, c
@@ -352,10 +350,7 @@ func TestIdle_TrafficAllocatesNothing(t *testing.T) {
 func mockLoop(t *testing.T, idle time.Duration, opts ...IdleOption) (*clock.Mock, *timingwheel.Hierarchy, *Idler, *fakeLoop) {
 	t.Helper()
 	mock := clock.NewMock()
-	h, err := timingwheel.New(timingwheel.WithClock(mock))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
 	return mock, h, New(h).Idler(idle, opts...), &fakeLoop{}
 }
 

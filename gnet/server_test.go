@@ -16,6 +16,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 	"github.com/timingwheel/timingwheel"
 	"github.com/timingwheel/timingwheel/internal/demo"
+	"github.com/timingwheel/timingwheel/internal/demotest"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,13 +57,7 @@ func newIdleServer(t *testing.T, idle time.Duration, opts ...IdleOption) *testSe
 // newTestWheel returns a started hierarchy with a fast tick and its Wheel.
 func newTestWheel(t *testing.T) *Wheel {
 	t.Helper()
-	h, err := timingwheel.New(timingwheel.WithTick(time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Start()
-	t.Cleanup(h.Stop)
-	return New(h)
+	return New(demotest.StartHierarchy(t, timingwheel.WithTick(time.Millisecond)))
 }
 
 // event is one thing that happened on the server, with when and where.

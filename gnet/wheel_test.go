@@ -14,6 +14,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 	gerrors "github.com/panjf2000/gnet/v2/pkg/errors"
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/demotest"
 )
 
 // loopServer starts a server with one conn open and returns its event loop
@@ -191,10 +192,7 @@ func (c *doneOnRegister) Done() <-chan struct{} {
 }
 
 func TestSchedule_ContextDoneWhileArmingIsStoppedBeforeScheduleReturns(t *testing.T) {
-	h, err := timingwheel.New(timingwheel.WithClock(clock.NewMock()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.NewHierarchy(t, timingwheel.WithClock(clock.NewMock()))
 	w := New(h)
 	loop := &fakeLoop{}
 	for i := range 100 {
@@ -231,10 +229,7 @@ func TestSchedule_CancelRacingTheArmingLeavesNoTimer(t *testing.T) {
 	// its Stop run before the Reset, and the timer stayed armed for the
 	// whole delay (1 round in a few hundred under -race).
 	watchdog(t, 30*time.Second)
-	h, err := timingwheel.New(timingwheel.WithClock(clock.NewMock()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.NewHierarchy(t, timingwheel.WithClock(clock.NewMock()))
 	w := New(h)
 	loop := &fakeLoop{}
 	r := gnet.RunnableFunc(func(context.Context) error {
@@ -286,10 +281,7 @@ func TestSchedule_DoneContextRegistrationIsRemovedWhenItRuns(t *testing.T) {
 }
 
 func TestWheel_ANilEventLoopPanicsWithAClearMessage(t *testing.T) {
-	h, err := timingwheel.New(timingwheel.WithClock(clock.NewMock()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.NewHierarchy(t, timingwheel.WithClock(clock.NewMock()))
 	w := New(h)
 	for name, call := range map[string]func(){
 		"AfterFunc": func() { w.AfterFunc(nil, time.Second, func() {}) },

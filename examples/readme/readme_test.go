@@ -22,6 +22,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/demotest"
 	"github.com/timingwheel/timingwheel/netidle"
 )
 
@@ -118,10 +119,7 @@ func TestServe(t *testing.T) {
 
 func TestSessionsExpire(t *testing.T) {
 	mock := clock.NewMock()
-	h, err := timingwheel.New(timingwheel.WithClock(mock))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
 	var expired []string
 	sessions := timingwheel.NewTimeouts(h, func(id string) { expired = append(expired, id) })
 	sessions.Add("alice", time.Minute)
@@ -177,12 +175,7 @@ func searchHandler(h *timingwheel.Hierarchy, search func(context.Context, string
 
 func TestSearchHandler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h, err := timingwheel.New()
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Start()
-		defer h.Stop()
+		h := demotest.StartHierarchy(t)
 		slow := func(ctx context.Context, q string) (string, error) {
 			select {
 			case <-time.After(time.Duration(len(q)) * 100 * time.Millisecond):
@@ -222,10 +215,7 @@ func serveIdle(h *timingwheel.Hierarchy, ln net.Listener, idle time.Duration, ha
 // before, and the server's Read returns the idle error.
 func TestServeIdle(t *testing.T) {
 	mock := &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	h, err := timingwheel.New(timingwheel.WithClock(mock))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
 	type result struct {
 		lines int
 		err   error
@@ -323,14 +313,8 @@ func (c *manualClock) Add(d time.Duration) {
 // the clock moves on) stays open until it is cut at a day.
 func TestIdleEvents(t *testing.T) {
 	mock := &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	h, err := timingwheel.New(timingwheel.WithClock(mock))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
+	ln := demotest.Listen(t)
 	wrapped := idleEvents(h, ln)
 	defer wrapped.Close()
 	dial := func() (client net.Conn, lines *bufio.Reader, server net.Conn) {
@@ -438,26 +422,8 @@ func (sess *session) pingIdle(net.Conn) {
 // TestSessionPingIdle runs pingIdle with the driver, over real sockets on
 // 127.0.0.1: the session's writer sends the pings it is handed.
 func TestSessionPingIdle(t *testing.T) {
-	h, err := timingwheel.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Start()
-	defer h.Stop()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	raw, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.StartHierarchy(t)
+	client, raw := demotest.ConnPair(t)
 	sess := &session{pings: make(chan struct{}, 1)}
 	sess.conn = netidle.Conn(h, raw, time.Minute, netidle.OnWriteIdle(20*time.Millisecond, sess.pingIdle))
 	go func() { // the writer
@@ -541,12 +507,7 @@ func (c *loopConn) close() {
 // Reset made on the loop pushes it back.
 func TestTimerOnEventLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h, err := timingwheel.New()
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Start()
-		defer h.Stop()
+		h := demotest.StartHierarchy(t)
 		loop := &eventLoop{wake: make(chan struct{}, 1)}
 		done, stopped := make(chan struct{}), make(chan struct{})
 		go func() { loop.run(done); close(stopped) }()
@@ -740,10 +701,7 @@ func TestSelfReferringArmings(t *testing.T) {
 // net.ErrClosed.
 func serveAndDial(t *testing.T, what string, serve func(net.Listener) error) net.Conn {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := demotest.Listen(t)
 	served := make(chan error, 1)
 	go func() { served <- serve(ln) }()
 	t.Cleanup(func() {

@@ -78,10 +78,7 @@ func newTestSender(t *testing.T) (*sender, *clock.Mock) {
 	}
 	t.Cleanup(func() { conn.Close() })
 	mock := clock.NewMock()
-	h, err := timingwheel.New(timingwheel.WithClock(mock))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
 	s := &sender{
 		conn: conn, h: h, size: 100, window: 8,
 		inflight: make(map[uint64]*packet),
