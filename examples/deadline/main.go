@@ -32,18 +32,16 @@ import (
 	"github.com/timingwheel/timingwheel/internal/demo"
 )
 
+// usage is what -help says before the flags.
+const usage = "Serves HTTP on 127.0.0.1 with request deadlines from timingwheel's\n" +
+	"WithTimeout, sends it fast and slow requests, and reports."
+
 func main() {
 	cfg := defaultConfig()
-	fs := flag.NewFlagSet("deadline", flag.ContinueOnError)
+	fs := demo.NewFlagSet("deadline", os.Stderr, usage)
 	fs.IntVar(&cfg.Requests, "requests", cfg.Requests, "number of requests, half fast and half slow")
 	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "requests in flight at once")
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "each request's deadline, from when its handler starts")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: deadline [flags]\n\n"+
-			"Serves HTTP on 127.0.0.1 with request deadlines from timingwheel's\n"+
-			"WithTimeout, sends it fast and slow requests, and reports.\n\n")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
