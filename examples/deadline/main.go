@@ -20,7 +20,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -175,17 +174,11 @@ func doWork(ctx context.Context, d time.Duration) error {
 
 // run serves on 127.0.0.1, sends the requests, and reports.
 func run(cfg config) (*report, error) {
-	h, err := timingwheel.New()
+	h, ln, err := demo.StartServing()
 	if err != nil {
 		return nil, err
 	}
-	h.Start()
 	defer h.Stop()
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
 	s := &server{h: h, timeout: cfg.Timeout}
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)

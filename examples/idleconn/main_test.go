@@ -343,10 +343,7 @@ func TestRun_PortInUse(t *testing.T) {
 }
 
 func TestParseFlags(t *testing.T) {
-	demotest.CheckFlags(t, func(args []string) error {
-		_, err := parseFlags(args, io.Discard)
-		return err
-	}, demotest.FlagCases{
+	demotest.CheckParse(t, parseFlags, demotest.FlagCases{
 		{nil, ""},
 		{[]string{"-conns", "100", "-timeout", "2s", "-silent", "0"}, ""},
 		{[]string{"-silent", "1", "-duration", "5s"}, ""},

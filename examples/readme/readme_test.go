@@ -319,16 +319,7 @@ func TestIdleEvents(t *testing.T) {
 	defer wrapped.Close()
 	dial := func() (client net.Conn, lines *bufio.Reader, server net.Conn) {
 		t.Helper()
-		client, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { client.Close() })
-		server, err = wrapped.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { server.Close() })
+		client, server = demotest.DialAccept(t, wrapped)
 		client.SetReadDeadline(time.Now().Add(20 * time.Second)) // a watchdog: a hung read fails the test
 		return client, bufio.NewReader(client), server
 	}
@@ -363,6 +354,20 @@ func TestIdleEvents(t *testing.T) {
 			}
 		}
 	}
+	// pingsThenEOF reads lines up to the close, each a ping; the test
+	// fails at once, saying who and want, on any other line or error.
+	pingsThenEOF := func(lines *bufio.Reader, who, want string) {
+		t.Helper()
+		for {
+			line, err := lines.ReadString('\n')
+			if err == io.EOF {
+				return
+			}
+			if err != nil || line != "ping\n" {
+				t.Fatalf("%s: %q, %v; %s", who, line, err, want)
+			}
+		}
+	}
 	advance := func(d time.Duration) {
 		mock.Add(d)
 		h.Advance()
@@ -376,15 +381,7 @@ func TestIdleEvents(t *testing.T) {
 	}
 	talk(45 * time.Second)
 	advance(15 * time.Second) // a minute with nothing read from the silent client; its next ping is due too
-	for {
-		line, err := silentLines.ReadString('\n')
-		if err == io.EOF {
-			break
-		}
-		if err != nil || line != "ping\n" {
-			t.Fatalf("the silent client at a minute: %q, %v; want at most a ping, then the close", line, err)
-		}
-	}
+	pingsThenEOF(silentLines, "the silent client at a minute", "want at most a ping, then the close")
 
 	at := time.Minute
 	for ; at+59*time.Second < 24*time.Hour; at += 59 * time.Second {
@@ -394,15 +391,7 @@ func TestIdleEvents(t *testing.T) {
 	talk(at)
 	advance(24*time.Hour - at) // a day since it was wrapped
 	fmt.Fprintln(talker, "hello")
-	for {
-		line, err := talkerLines.ReadString('\n')
-		if err == io.EOF {
-			break
-		}
-		if err != nil || line != "ping\n" {
-			t.Fatalf("the talking client at a day: %q, %v; want closed by MaxLifetime", line, err)
-		}
-	}
+	pingsThenEOF(talkerLines, "the talking client at a day", "want closed by MaxLifetime")
 }
 
 // session is a conn whose writes are all made by its own writer goroutine.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"net"
 	"testing"
 	"time"
@@ -228,10 +227,7 @@ func TestRTOEstimator(t *testing.T) {
 }
 
 func TestParseFlags(t *testing.T) {
-	demotest.CheckFlags(t, func(args []string) error {
-		_, err := parseFlags(args, io.Discard)
-		return err
-	}, demotest.FlagCases{
+	demotest.CheckParse(t, parseFlags, demotest.FlagCases{
 		{nil, ""},
 		{[]string{"-packets", "10", "-loss", "0", "-window", "1"}, ""},
 		{[]string{"-packets", "0"}, "-packets must be at least 1"},

@@ -115,6 +115,14 @@ func ConnPair(t testing.TB) (client, server net.Conn) {
 	t.Helper()
 	ln := Listen(t)
 	defer ln.Close()
+	return DialAccept(t, ln)
+}
+
+// DialAccept dials ln's address and returns that client conn and the one
+// ln accepts for it, both closed when the test ends; the test fails at
+// once if either fails.
+func DialAccept(t testing.TB, ln net.Listener) (client, server net.Conn) {
+	t.Helper()
 	client, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -126,4 +134,14 @@ func ConnPair(t testing.TB) (client, server net.Conn) {
 	}
 	t.Cleanup(func() { server.Close() })
 	return client, server
+}
+
+// CheckParse is CheckFlags for a program's parseFlags(args, errOut) that
+// returns a config and an error: it is called with errOut io.Discard.
+func CheckParse[C any](t testing.TB, parse func(args []string, errOut io.Writer) (C, error), cases FlagCases) {
+	t.Helper()
+	CheckFlags(t, func(args []string) error {
+		_, err := parse(args, io.Discard)
+		return err
+	}, cases)
 }
