@@ -69,9 +69,7 @@ func TestIdle_PausedConnIsNeverClosedForIdleness(t *testing.T) {
 		t.Fatal("closed before an idle had passed since Resume")
 	}
 	step(mock, h, loop, time.Millisecond)
-	if len(loop.closed) != 1 || !errors.Is(c.err, ErrIdle) {
-		t.Fatalf("an idle after Resume: closes = %d, Err = %v; want one idle close", len(loop.closed), c.err)
-	}
+	wantCloses(t, loop, 1, c.err, ErrIdle, "an idle after Resume: closes = %d, Err = %v; want one idle close")
 	wantNoTimers(t, h, "h.Len() = %d after the close, want 0")
 }
 
@@ -154,9 +152,7 @@ func TestIdle_PausedConnStillEndsAtItsLifetime(t *testing.T) {
 		t.Fatalf("closed (Err %v) before its lifetime", c.err)
 	}
 	step(mock, h, loop, time.Millisecond)
-	if len(loop.closed) != 1 || !errors.Is(c.err, ErrLifetime) {
-		t.Fatalf("at its lifetime, paused: closes = %d, Err = %v; want a lifetime close", len(loop.closed), c.err)
-	}
+	wantCloses(t, loop, 1, c.err, ErrLifetime, "at its lifetime, paused: closes = %d, Err = %v; want a lifetime close")
 	wantNoTimers(t, h, "h.Len() = %d, want 0")
 }
 

@@ -367,6 +367,16 @@ func step(mock *clock.Mock, h *timingwheel.Hierarchy, l *fakeLoop, d time.Durati
 	l.runQueued()
 }
 
+// wantCloses fails the test at once unless loop has closed n conns and err
+// is target; msg, with a %d for the closes and a %v for err, says when and
+// what it wants.
+func wantCloses(t *testing.T, loop *fakeLoop, n int, err, target error, msg string) {
+	t.Helper()
+	if len(loop.closed) != n || !errors.Is(err, target) {
+		t.Fatalf(msg, len(loop.closed), err)
+	}
+}
+
 // wantNoTimers fails the test, going on, if h holds a timer; msg, with a %d
 // for h.Len(), says when and why it must not.
 func wantNoTimers(t *testing.T, h *timingwheel.Hierarchy, msg string) {
@@ -408,9 +418,7 @@ func TestIdle_LazyTrafficAfterTheBucketFiredKeepsItOpen(t *testing.T) {
 		t.Fatal("closed before an idle had passed since its traffic")
 	}
 	step(mock, h, loop, time.Millisecond)
-	if len(loop.closed) != 2 || !errors.Is(chatty.err, ErrIdle) {
-		t.Fatalf("closes = %d, Err = %v; want the chatty conn closed for idle", len(loop.closed), chatty.err)
-	}
+	wantCloses(t, loop, 2, chatty.err, ErrIdle, "closes = %d, Err = %v; want the chatty conn closed for idle")
 	wantNoTimers(t, h, "h.Len() = %d once every conn closed, want 0")
 }
 
@@ -439,9 +447,7 @@ func TestIdle_ReFiledManyTimesClosesExactlyAnIdleAfterItsLastTraffic(t *testing.
 		}
 		step(mock, h, loop, time.Millisecond)
 	}
-	if len(loop.closed) != 1 || !errors.Is(c.err, ErrIdle) {
-		t.Fatalf("at exactly idle after the last traffic: closes = %d, Err = %v; want one idle close", len(loop.closed), c.err)
-	}
+	wantCloses(t, loop, 1, c.err, ErrIdle, "at exactly idle after the last traffic: closes = %d, Err = %v; want one idle close")
 	if h.Len() != 0 {
 		t.Errorf("h.Len() = %d, want 0", h.Len())
 	}
