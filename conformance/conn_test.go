@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/demotest"
 	"github.com/timingwheel/timingwheel/netidle"
 	"golang.org/x/net/nettest"
 )
@@ -21,12 +21,7 @@ import (
 // must not disturb the conn; the idle close and the lifetime are far off,
 // as the suite needs its conns open.
 func TestIdleConn(t *testing.T) {
-	h, err := timingwheel.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Start()
-	defer h.Stop()
+	h := demotest.StartHierarchy(t)
 	var events atomic.Int64
 	nop := func(net.Conn) { events.Add(1) }
 	options := []struct {

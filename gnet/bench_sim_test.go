@@ -4,15 +4,14 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/demo"
 )
 
 // The benchmarks in this file measure the bookkeeping of idle timeouts
@@ -114,9 +113,8 @@ func (b *simBench) deadlineOf(i int) time.Time {
 	return time.Time{}
 }
 
-// run opens the conns, runs the loops for d with heartbeats, and returns
-// the process CPU used over d.
-func (b *simBench) run(d time.Duration) time.Duration {
+// open makes the loops and the conns and starts the tracker on them.
+func (b *simBench) open() {
 	b.loops = make([]*simLoop, simLoops)
 	for i := range b.loops {
 		b.loops[i] = &simLoop{tasks: make(chan func(), 1<<16)}
@@ -133,6 +131,12 @@ func (b *simBench) run(d time.Duration) time.Duration {
 		}
 		b.tr.open(i, c)
 	}
+}
+
+// run opens the conns, runs the loops for d with heartbeats, and returns
+// the process CPU used over d.
+func (b *simBench) run(d time.Duration) time.Duration {
+	b.open()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	cpu0 := cpuTime()
@@ -287,27 +291,10 @@ func newTracker(impl string, n int) tracker {
 	return noneTracker{}
 }
 
+// cpuTime is the CPU time the process has used so far.
 func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func heapNow() uint64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
-
-func q(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(p*float64(len(s))))]
+	d, _ := demo.ProcessCPU()
+	return d
 }
 
 // BenchmarkSimIdleTracking: CPU per second of keeping n conns' idle
@@ -323,10 +310,10 @@ func BenchmarkSimIdleTracking(b *testing.B) {
 			b.Run(fmt.Sprintf("conns=%d/impl=%s", n, impl), func(b *testing.B) {
 				for b.Loop() {
 					runtime.GC()
-					h0 := heapNow()
+					h0 := demo.MemAfterGC().HeapAlloc
 					sb := &simBench{n: n, silentEvery: 100, tr: newTracker(impl, n)}
 					cpu := sb.run(d)
-					heap := float64(int64(heapNow())-int64(h0)) / float64(n)
+					heap := float64(int64(demo.MemAfterGC().HeapAlloc)-int64(h0)) / float64(n)
 					runtime.KeepAlive(sb)
 					cpuPerSec := cpu.Seconds() / d.Seconds() * 1000 // ms of CPU per s
 					if impl == "none" {
@@ -336,7 +323,7 @@ func BenchmarkSimIdleTracking(b *testing.B) {
 					b.ReportMetric(cpuPerSec-noneCPU, "tracking-cpu-ms/s")
 					b.ReportMetric(heap-noneHeap, "tracking-B/conn")
 					if impl != "none" {
-						b.ReportMetric(float64(q(sb.late, 0.99).Microseconds())/1000, "late-p99-ms")
+						b.ReportMetric(float64(demo.Quantile(sb.late, 0.99).Microseconds())/1000, "late-p99-ms")
 						b.ReportMetric(float64(sb.closed.Load()), "closed")
 					}
 				}
@@ -376,22 +363,7 @@ func BenchmarkSimMassExpiry(b *testing.B) {
 
 // runUntil is run until done reports true (checked every 10ms).
 func (b *simBench) runUntil(done func() bool) {
-	b.loops = make([]*simLoop, simLoops)
-	for i := range b.loops {
-		b.loops[i] = &simLoop{tasks: make(chan func(), 1<<16)}
-	}
-	b.conns = make([]simConn, b.n)
-	b.openedAt = make([]time.Time, b.n/max(b.silentEvery, 1)+1)
-	b.tr.start()
-	b.opened = time.Now()
-	for i := range b.conns {
-		c := &b.conns[i]
-		*c = simConn{loop: b.loops[i%simLoops], i: i, b: b}
-		if b.silent(i) {
-			b.openedAt[i/b.silentEvery] = time.Now()
-		}
-		b.tr.open(i, c)
-	}
+	b.open()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for li, l := range b.loops {

@@ -46,9 +46,7 @@ func TestIdle_PausedConnIsNeverClosedForIdleness(t *testing.T) {
 	c := loop.conn(idler)
 	step(mock, h, loop, 40*time.Millisecond)
 	c.idle.Pause()
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d with the only conn paused, want 0: a paused conn is in no bucket", n)
-	}
+	wantNoTimers(t, h, "h.Len() = %d with the only conn paused, want 0: a paused conn is in no bucket")
 	if d := c.idle.Deadline(); !d.IsZero() {
 		t.Errorf("Deadline() = %v while paused, want the zero Time", d)
 	}
@@ -71,12 +69,8 @@ func TestIdle_PausedConnIsNeverClosedForIdleness(t *testing.T) {
 		t.Fatal("closed before an idle had passed since Resume")
 	}
 	step(mock, h, loop, time.Millisecond)
-	if len(loop.closed) != 1 || !errors.Is(c.err, ErrIdle) {
-		t.Fatalf("an idle after Resume: closes = %d, Err = %v; want one idle close", len(loop.closed), c.err)
-	}
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d after the close, want 0", n)
-	}
+	wantCloses(t, loop, 1, c.err, ErrIdle, "an idle after Resume: closes = %d, Err = %v; want one idle close")
+	wantNoTimers(t, h, "h.Len() = %d after the close, want 0")
 }
 
 func TestIdle_PauseSuspendsTheReadAndWriteIdleEvents(t *testing.T) {
@@ -98,9 +92,7 @@ func TestIdle_PauseSuspendsTheReadAndWriteIdleEvents(t *testing.T) {
 	if len(reads)+len(writes) != 0 {
 		t.Fatalf("idle events while paused: read idle at %v, write idle at %v", reads, writes)
 	}
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d with the conn paused and written to, want 0: a paused conn arms nothing", n)
-	}
+	wantNoTimers(t, h, "h.Len() = %d with the conn paused and written to, want 0: a paused conn arms nothing")
 	resumed := m.Now().Sub(start)
 	c.idle.Resume()
 	for m.Now().Sub(start) < resumed+readIdle {
@@ -160,12 +152,8 @@ func TestIdle_PausedConnStillEndsAtItsLifetime(t *testing.T) {
 		t.Fatalf("closed (Err %v) before its lifetime", c.err)
 	}
 	step(mock, h, loop, time.Millisecond)
-	if len(loop.closed) != 1 || !errors.Is(c.err, ErrLifetime) {
-		t.Fatalf("at its lifetime, paused: closes = %d, Err = %v; want a lifetime close", len(loop.closed), c.err)
-	}
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d, want 0", n)
-	}
+	wantCloses(t, loop, 1, c.err, ErrLifetime, "at its lifetime, paused: closes = %d, Err = %v; want a lifetime close")
+	wantNoTimers(t, h, "h.Len() = %d, want 0")
 }
 
 func TestIdle_OnReadIdleMayPauseItsConn(t *testing.T) {
@@ -181,9 +169,7 @@ func TestIdle_OnReadIdleMayPauseItsConn(t *testing.T) {
 	if calls != 1 {
 		t.Fatalf("OnReadIdle ran %d times; want once: its f paused the conn", calls)
 	}
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d with the conn paused, want 0", n)
-	}
+	wantNoTimers(t, h, "h.Len() = %d with the conn paused, want 0")
 }
 
 func TestIdle_SetIdleMakesDTheIdleFromNow(t *testing.T) {
@@ -321,10 +307,8 @@ func (s controlServer) OnTraffic(c gnet.Conn) gnet.Action {
 // the one SetIdle gave it) has passed since the Resume, on the server's
 // clock.
 func TestIdle_PauseResumeAndSetIdleOnARealServer(t *testing.T) {
-	watchdog(t, 20*time.Second)
-	w := newTestWheel(t)
 	const idle = 50 * time.Millisecond
-	s := &testServer{w: w, idler: w.Idler(idle)}
+	s := newIdleServer(t, idle)
 	srv := runServer(t, controlServer{s}, s)
 	conns := openConns(t, s, srv.addr, 3)
 	paused, quick, long := conns[0], conns[1], conns[2]

@@ -15,6 +15,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 	gerrors "github.com/panjf2000/gnet/v2/pkg/errors"
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/demotest"
 )
 
 // openConns dials n conns to s and returns them with their server numbers.
@@ -30,10 +31,8 @@ func openConns(t *testing.T, s *testServer, addr string, n int) map[int]net.Conn
 }
 
 func TestIdle_ClosesOnItsLoopNeverEarly(t *testing.T) {
-	watchdog(t, 20*time.Second)
-	w := newTestWheel(t)
 	const idle = 100 * time.Millisecond
-	s := &testServer{w: w, idler: w.Idler(idle)}
+	s := newIdleServer(t, idle)
 	addr := startServer(t, s)
 	conns := openConns(t, s, addr, 4)
 	for n := range conns {
@@ -68,10 +67,8 @@ func TestIdle_ClosesOnItsLoopNeverEarly(t *testing.T) {
 // the test reports whatever the load. The exact instants are pinned with a
 // mock clock by TestIdle_ReFiledManyTimesClosesExactlyAnIdleAfterItsLastTraffic.
 func TestIdle_TrafficKeepsItOpen(t *testing.T) {
-	watchdog(t, 20*time.Second)
-	w := newTestWheel(t)
 	const idle = 150 * time.Millisecond
-	s := &testServer{w: w, idler: w.Idler(idle)}
+	s := newIdleServer(t, idle)
 	addr := startServer(t, s)
 	conns := openConns(t, s, addr, 3)
 	closed := map[int]bool{}
@@ -116,11 +113,9 @@ func TestIdle_TrafficKeepsItOpen(t *testing.T) {
 }
 
 func TestIdle_ReadAndWriteIdleCallbacksRunOnTheLoop(t *testing.T) {
-	watchdog(t, 20*time.Second)
-	w := newTestWheel(t)
 	const readIdle, writeIdle = 120 * time.Millisecond, 50 * time.Millisecond
 	var s *testServer
-	s = &testServer{w: w, idler: w.Idler(readIdle,
+	s = newIdleServer(t, readIdle,
 		OnReadIdle(func(c gnet.Conn) {
 			ss := c.Context().(*session) // safe: on the loop
 			s.emit(event{kind: "readidle", conn: ss.n, loop: ss.loop, last: ss.lastRead})
@@ -129,7 +124,7 @@ func TestIdle_ReadAndWriteIdleCallbacksRunOnTheLoop(t *testing.T) {
 			ss := c.Context().(*session)
 			ss.idle.Write([]byte("ping\n")) // writing is safe here
 			s.emit(event{kind: "writeidle", conn: ss.n, loop: ss.loop})
-		}))}
+		}))
 	addr := startServer(t, s)
 	conns := openConns(t, s, addr, 2)
 	opened := time.Now()
@@ -173,10 +168,8 @@ func TestIdle_ReadAndWriteIdleCallbacksRunOnTheLoop(t *testing.T) {
 }
 
 func TestIdle_MaxLifetimeClosesAChattyConn(t *testing.T) {
-	watchdog(t, 20*time.Second)
-	w := newTestWheel(t)
 	const idle, life = time.Second, 200 * time.Millisecond
-	s := &testServer{w: w, idler: w.Idler(idle, MaxLifetime(life))}
+	s := newIdleServer(t, idle, MaxLifetime(life))
 	addr := startServer(t, s)
 	c := dial(t, addr)
 	open := s.waitFor(t, "open", -1, 5*time.Second)
@@ -268,10 +261,7 @@ func (c *fakeConn) onClose()                    { c.err = c.idle.Err(); c.idle.C
 func newMockIdle(t *testing.T, idle time.Duration, opts ...IdleOption) (*clock.Mock, *timingwheel.Hierarchy, *fakeConn) {
 	t.Helper()
 	mock := clock.NewMock()
-	h, err := timingwheel.New(timingwheel.WithClock(mock))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
 	c := &fakeConn{loop: &fakeLoop{}, idle: new(Idle)}
 	c.idle.Init(New(h).Idler(idle, opts...), c)
 	return mock, h, c
@@ -360,10 +350,7 @@ func TestIdle_TrafficAllocatesNothing(t *testing.T) {
 func mockLoop(t *testing.T, idle time.Duration, opts ...IdleOption) (*clock.Mock, *timingwheel.Hierarchy, *Idler, *fakeLoop) {
 	t.Helper()
 	mock := clock.NewMock()
-	h, err := timingwheel.New(timingwheel.WithClock(mock))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
 	return mock, h, New(h).Idler(idle, opts...), &fakeLoop{}
 }
 
@@ -378,6 +365,25 @@ func step(mock *clock.Mock, h *timingwheel.Hierarchy, l *fakeLoop, d time.Durati
 	mock.Add(d)
 	h.Advance()
 	l.runQueued()
+}
+
+// wantCloses fails the test at once unless loop has closed n conns and err
+// is target; msg, with a %d for the closes and a %v for err, says when and
+// what it wants.
+func wantCloses(t *testing.T, loop *fakeLoop, n int, err, target error, msg string) {
+	t.Helper()
+	if len(loop.closed) != n || !errors.Is(err, target) {
+		t.Fatalf(msg, len(loop.closed), err)
+	}
+}
+
+// wantNoTimers fails the test, going on, if h holds a timer; msg, with a %d
+// for h.Len(), says when and why it must not.
+func wantNoTimers(t *testing.T, h *timingwheel.Hierarchy, msg string) {
+	t.Helper()
+	if n := h.Len(); n != 0 {
+		t.Errorf(msg, n)
+	}
 }
 
 func TestIdle_IsSmallAndHasNoTimer(t *testing.T) {
@@ -412,12 +418,8 @@ func TestIdle_LazyTrafficAfterTheBucketFiredKeepsItOpen(t *testing.T) {
 		t.Fatal("closed before an idle had passed since its traffic")
 	}
 	step(mock, h, loop, time.Millisecond)
-	if len(loop.closed) != 2 || !errors.Is(chatty.err, ErrIdle) {
-		t.Fatalf("closes = %d, Err = %v; want the chatty conn closed for idle", len(loop.closed), chatty.err)
-	}
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d once every conn closed, want 0", n)
-	}
+	wantCloses(t, loop, 2, chatty.err, ErrIdle, "closes = %d, Err = %v; want the chatty conn closed for idle")
+	wantNoTimers(t, h, "h.Len() = %d once every conn closed, want 0")
 }
 
 func TestIdle_ReFiledManyTimesClosesExactlyAnIdleAfterItsLastTraffic(t *testing.T) {
@@ -445,9 +447,7 @@ func TestIdle_ReFiledManyTimesClosesExactlyAnIdleAfterItsLastTraffic(t *testing.
 		}
 		step(mock, h, loop, time.Millisecond)
 	}
-	if len(loop.closed) != 1 || !errors.Is(c.err, ErrIdle) {
-		t.Fatalf("at exactly idle after the last traffic: closes = %d, Err = %v; want one idle close", len(loop.closed), c.err)
-	}
+	wantCloses(t, loop, 1, c.err, ErrIdle, "at exactly idle after the last traffic: closes = %d, Err = %v; want one idle close")
 	if h.Len() != 0 {
 		t.Errorf("h.Len() = %d, want 0", h.Len())
 	}
@@ -463,9 +463,7 @@ func TestIdle_CloseUnlinksFromItsBucket(t *testing.T) {
 	b.idle.Close() // twice is fine
 	a.idle.Close()
 	c.idle.Close()
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d once the bucket emptied, want 0: its timer is stopped", n)
-	}
+	wantNoTimers(t, h, "h.Len() = %d once the bucket emptied, want 0: its timer is stopped")
 	step(mock, h, loop, 2*time.Second)
 	if len(loop.closed) != 0 {
 		t.Errorf("closed %d conns that had been closed already", len(loop.closed))
@@ -520,9 +518,7 @@ func TestIdle_AnIdleCloseReturnsWhatOnCloseAsked(t *testing.T) {
 	if shutdown != 1 {
 		t.Errorf("the loop's tasks returned %v; want gnet's ErrEngineShutdown once: an idle close honours OnClose's gnet.Shutdown as a peer's close does", loop.runErrs)
 	}
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d, want 0", n)
-	}
+	wantNoTimers(t, h, "h.Len() = %d, want 0")
 }
 
 func TestIdle_ReInitAfterCloseIsNotTouchedByTheEarlierConnsQueuedClose(t *testing.T) {
@@ -556,9 +552,7 @@ func TestIdle_ReInitAfterCloseIsNotTouchedByTheEarlierConnsQueuedClose(t *testin
 		t.Fatalf("closes = %d, Err = %v; want the new conn closed for its own lifetime", len(loop.closed), next.err)
 	}
 	x.Close()
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d, want 0", n)
-	}
+	wantNoTimers(t, h, "h.Len() = %d, want 0")
 }
 
 func TestIdle_ReInitAfterCloseGetsNoWriteIdleOfTheEarlierConn(t *testing.T) {
@@ -581,9 +575,7 @@ func TestIdle_ReInitAfterCloseGetsNoWriteIdleOfTheEarlierConn(t *testing.T) {
 		t.Fatalf("OnWriteIdle ran %d times; want once, for the new conn, a write idle after its Init", len(got))
 	}
 	x.Close()
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d, want 0", n)
-	}
+	wantNoTimers(t, h, "h.Len() = %d, want 0")
 }
 
 func TestIdle_InitOfAnIdleInUsePanics(t *testing.T) {
@@ -611,9 +603,7 @@ func (s shutdownOnIdle) OnClose(c gnet.Conn, err error) gnet.Action {
 }
 
 func TestIdle_ShutdownReturnedByOnCloseOfAnIdleCloseStopsTheEngine(t *testing.T) {
-	watchdog(t, 20*time.Second)
-	w := newTestWheel(t)
-	s := &testServer{w: w, idler: w.Idler(50 * time.Millisecond)}
+	s := newIdleServer(t, 50*time.Millisecond)
 	srv := runServer(t, shutdownOnIdle{s}, s)
 	dial(t, srv.addr)
 	if e := s.waitFor(t, "close", -1, 5*time.Second); !errors.Is(e.err, ErrIdle) {
@@ -627,7 +617,7 @@ func TestIdle_ShutdownReturnedByOnCloseOfAnIdleCloseStopsTheEngine(t *testing.T)
 	case <-time.After(5 * time.Second):
 		t.Fatal("gnet.Run still running 5s after OnClose returned gnet.Shutdown for an idle close: the action was ignored")
 	}
-	if !eventually(5*time.Second, func() bool { return w.Hierarchy().Len() == 0 }) {
-		t.Errorf("h.Len() = %d after the engine stopped, want 0", w.Hierarchy().Len())
+	if !eventually(5*time.Second, func() bool { return s.w.Hierarchy().Len() == 0 }) {
+		t.Errorf("h.Len() = %d after the engine stopped, want 0", s.w.Hierarchy().Len())
 	}
 }

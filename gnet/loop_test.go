@@ -88,9 +88,7 @@ func TestLoop_ALoopThatReportsShutdownEndsTheArmingOfEveryTimer(t *testing.T) {
 	if ran != 0 {
 		t.Errorf("%d tasks ran on a loop that has shut down", ran)
 	}
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d once every timer fired for a loop that has shut down, want 0: a run the loop cannot take ends the arming", n)
-	}
+	wantNoTimers(t, h, "h.Len() = %d once every timer fired for a loop that has shut down, want 0: a run the loop cannot take ends the arming")
 	if n, m := registryLen(&w.loops), registryLen(&idler.loops); n != 0 || m != 0 {
 		t.Errorf("the Wheel holds %d loops and the Idler %d, want 0: a loop that has shut down leaves the registry", n, m)
 	}
@@ -126,9 +124,7 @@ func TestLoop_ADrainTheExitedLoopDroppedIsHandedOverUntilTheShutdownShows(t *tes
 	if ran != 0 {
 		t.Errorf("%d tasks ran on a loop that has exited", ran)
 	}
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d once the engine is shut down, want 0: a lost drain must not strand the loop's queue", n)
-	}
+	wantNoTimers(t, h, "h.Len() = %d once the engine is shut down, want 0: a lost drain must not strand the loop's queue")
 	if n := registryLen(&w.loops); n != 0 {
 		t.Errorf("the Wheel holds %d loops, want 0", n)
 	}
@@ -170,9 +166,7 @@ func TestLoop_ADrainHandedOverAgainRunsEachCallbackOnce(t *testing.T) {
 		t.Errorf("the periodic task ran %d times for its runs that were due, want 1 (runs missed are skipped)", every)
 	}
 	tk.Stop()
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d after every task ran or was stopped, want 0", n)
-	}
+	wantNoTimers(t, h, "h.Len() = %d after every task ran or was stopped, want 0")
 	ran := false
 	w.AfterFunc(loop, time.Millisecond, func() { ran = true })
 	step(mock, h, loop, time.Millisecond)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/demo"
+	"github.com/timingwheel/timingwheel/internal/demotest"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,16 +44,20 @@ func watchdog(t *testing.T, d time.Duration) {
 	t.Cleanup(func() { timer.Stop() })
 }
 
+// newIdleServer returns, under a 20 s watchdog, a test server on a new test
+// wheel whose conns w.Idler(idle, opts...) watches; run it with startServer
+// or runServer.
+func newIdleServer(t *testing.T, idle time.Duration, opts ...IdleOption) *testServer {
+	t.Helper()
+	watchdog(t, 20*time.Second)
+	w := newTestWheel(t)
+	return &testServer{w: w, idler: w.Idler(idle, opts...)}
+}
+
 // newTestWheel returns a started hierarchy with a fast tick and its Wheel.
 func newTestWheel(t *testing.T) *Wheel {
 	t.Helper()
-	h, err := timingwheel.New(timingwheel.WithTick(time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Start()
-	t.Cleanup(h.Stop)
-	return New(h)
+	return New(demotest.StartHierarchy(t, timingwheel.WithTick(time.Millisecond)))
 }
 
 // event is one thing that happened on the server, with when and where.
@@ -206,7 +212,7 @@ func runServer(t *testing.T, handler gnet.EventHandler, s *testServer) *running 
 	go func() {
 		defer close(r.done)
 		r.err = gnet.Run(handler, "tcp://127.0.0.1:0", gnet.WithMulticore(true), gnet.WithNumEventLoop(2),
-			gnet.WithLogger(quiet{}))
+			gnet.WithLogger(demo.Quiet{}))
 	}()
 	for wait := time.Now().Add(5 * time.Second); ; {
 		s.mu.Lock()
@@ -296,12 +302,3 @@ func dial(t *testing.T, addr string) net.Conn {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
-
-// quiet is a gnet logger that drops everything: gnet logs every launch.
-type quiet struct{}
-
-func (quiet) Debugf(string, ...any) {}
-func (quiet) Infof(string, ...any)  {}
-func (quiet) Warnf(string, ...any)  {}
-func (quiet) Errorf(string, ...any) {}
-func (quiet) Fatalf(string, ...any) {}

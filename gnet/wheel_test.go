@@ -14,6 +14,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 	gerrors "github.com/panjf2000/gnet/v2/pkg/errors"
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/demotest"
 )
 
 // loopServer starts a server with one conn open and returns its event loop
@@ -191,10 +192,7 @@ func (c *doneOnRegister) Done() <-chan struct{} {
 }
 
 func TestSchedule_ContextDoneWhileArmingIsStoppedBeforeScheduleReturns(t *testing.T) {
-	h, err := timingwheel.New(timingwheel.WithClock(clock.NewMock()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.NewHierarchy(t, timingwheel.WithClock(clock.NewMock()))
 	w := New(h)
 	loop := &fakeLoop{}
 	for i := range 100 {
@@ -231,10 +229,7 @@ func TestSchedule_CancelRacingTheArmingLeavesNoTimer(t *testing.T) {
 	// its Stop run before the Reset, and the timer stayed armed for the
 	// whole delay (1 round in a few hundred under -race).
 	watchdog(t, 30*time.Second)
-	h, err := timingwheel.New(timingwheel.WithClock(clock.NewMock()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.NewHierarchy(t, timingwheel.WithClock(clock.NewMock()))
 	w := New(h)
 	loop := &fakeLoop{}
 	r := gnet.RunnableFunc(func(context.Context) error {
@@ -279,19 +274,14 @@ func TestSchedule_DoneContextRegistrationIsRemovedWhenItRuns(t *testing.T) {
 		w.Schedule(loop, ctx, gnet.RunnableFunc(func(context.Context) error { p.n++; return nil }), time.Millisecond)
 	}
 	step(mock, h, loop, time.Millisecond)
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d after the tasks ran, want 0", n)
-	}
+	wantNoTimers(t, h, "h.Len() = %d after the tasks ran, want 0")
 	if !collected(ws) {
 		t.Error("a task that ran is still referenced, by its context's registration")
 	}
 }
 
 func TestWheel_ANilEventLoopPanicsWithAClearMessage(t *testing.T) {
-	h, err := timingwheel.New(timingwheel.WithClock(clock.NewMock()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.NewHierarchy(t, timingwheel.WithClock(clock.NewMock()))
 	w := New(h)
 	for name, call := range map[string]func(){
 		"AfterFunc": func() { w.AfterFunc(nil, time.Second, func() {}) },
@@ -311,7 +301,5 @@ func TestWheel_ANilEventLoopPanicsWithAClearMessage(t *testing.T) {
 			call()
 		}()
 	}
-	if n := h.Len(); n != 0 {
-		t.Errorf("h.Len() = %d, want 0", n)
-	}
+	wantNoTimers(t, h, "h.Len() = %d, want 0")
 }

@@ -20,7 +20,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -32,18 +31,16 @@ import (
 	"github.com/timingwheel/timingwheel/internal/demo"
 )
 
+// usage is what -help says before the flags.
+const usage = "Serves HTTP on 127.0.0.1 with request deadlines from timingwheel's\n" +
+	"WithTimeout, sends it fast and slow requests, and reports."
+
 func main() {
 	cfg := defaultConfig()
-	fs := flag.NewFlagSet("deadline", flag.ContinueOnError)
+	fs := demo.NewFlagSet("deadline", os.Stderr, usage)
 	fs.IntVar(&cfg.Requests, "requests", cfg.Requests, "number of requests, half fast and half slow")
 	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "requests in flight at once")
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "each request's deadline, from when its handler starts")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: deadline [flags]\n\n"+
-			"Serves HTTP on 127.0.0.1 with request deadlines from timingwheel's\n"+
-			"WithTimeout, sends it fast and slow requests, and reports.\n\n")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
@@ -177,17 +174,11 @@ func doWork(ctx context.Context, d time.Duration) error {
 
 // run serves on 127.0.0.1, sends the requests, and reports.
 func run(cfg config) (*report, error) {
-	h, err := timingwheel.New()
+	h, ln, err := demo.StartServing()
 	if err != nil {
 		return nil, err
 	}
-	h.Start()
 	defer h.Stop()
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
 	s := &server{h: h, timeout: cfg.Timeout}
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/demo"
 	"github.com/timingwheel/timingwheel/netidle"
 )
 
@@ -131,16 +132,11 @@ func (s *server) handler() http.Handler {
 }
 
 func run(cfg config) (*report, error) {
-	h, err := timingwheel.New()
+	h, ln, err := demo.StartServing()
 	if err != nil {
 		return nil, err
 	}
-	h.Start()
 	defer h.Stop()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
 	s := &server{h: h, cfg: cfg, idleAt: map[net.Conn]time.Time{}, closedC: make(chan time.Duration, 8)}
 	srv := &http.Server{Handler: s.handler(), ConnState: s.connState, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(netidle.Listener(h, ln, cfg.Idle))

@@ -29,9 +29,7 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/signal"
 	"syscall"
@@ -55,9 +53,7 @@ func main() {
 	if cfg.Mode == modeBoth {
 		modes = []string{modeWheel, modeDeadline}
 	}
-	if cfg.Seed == 0 {
-		cfg.Seed = rand.Uint64() | 1 // one workload for every mode
-	}
+	cfg.Seed = demo.PickSeed(cfg.Seed) // one workload for every mode
 	var reps []*report
 	failed := false
 	for _, mode := range modes {
@@ -83,24 +79,8 @@ func main() {
 }
 
 // parseFlags turns command-line arguments into a validated config.
-func parseFlags(args []string, errOut io.Writer) (config, error) {
-	cfg := defaultConfig()
-	fs := flag.NewFlagSet("idleconn", flag.ContinueOnError)
-	fs.SetOutput(errOut)
-	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "`host:port` for the server; port 0 picks a free one")
-	fs.StringVar(&cfg.Mode, "mode", cfg.Mode, "how the server keeps its idle timeouts: `wheel` (netidle.Listener), "+
-		"deadline (SetReadDeadline before every Read), or both, one after the other, compared")
-	fs.IntVar(&cfg.Conns, "conns", cfg.Conns, "number of the demo's own client `connections`; 0 serves outside clients only")
-	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "close a connection after this long without a heartbeat")
-	fs.DurationVar(&cfg.Interval, "interval", cfg.Interval, "mean time between heartbeats (each gap is jittered by ±20%)")
-	fs.Float64Var(&cfg.Silent, "silent", cfg.Silent, "`fraction` (0..1) of clients that stop sending at a random moment")
-	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long to run once every client is connected "+
-		"(with -conns 0 the default is 0: until Ctrl-C)")
-	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed for jitter and for who goes silent when (0: pick one)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `usage: idleconn [flags]
-
-Runs a TCP server on 127.0.0.1 that closes connections idle for -timeout, plus
+// usage is what -help says before the flags.
+const usage = `Runs a TCP server on 127.0.0.1 that closes connections idle for -timeout, plus
 -conns clients of its own that send heartbeats (a -silent fraction of them fall
 silent), then reports how it went and what it cost. Ctrl-C ends the run early,
 with the report.
@@ -113,11 +93,21 @@ line is an anonymous heartbeat. A client silent for -timeout is closed. Outside
 clients are reported apart and never fail the run: only the demo's own clients
 decide the result (exit status 1 if one that was heartbeating was closed, or
 one that fell silent was left open). With -conns 0 the server serves outside
-clients only, until Ctrl-C or -duration.
+clients only, until Ctrl-C or -duration.`
 
-`)
-		fs.PrintDefaults()
-	}
+func parseFlags(args []string, errOut io.Writer) (config, error) {
+	cfg := defaultConfig()
+	fs := demo.NewFlagSet("idleconn", errOut, usage)
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "`host:port` for the server; port 0 picks a free one")
+	fs.StringVar(&cfg.Mode, "mode", cfg.Mode, "how the server keeps its idle timeouts: `wheel` (netidle.Listener), "+
+		"deadline (SetReadDeadline before every Read), or both, one after the other, compared")
+	fs.IntVar(&cfg.Conns, "conns", cfg.Conns, "number of the demo's own client `connections`; 0 serves outside clients only")
+	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "close a connection after this long without a heartbeat")
+	fs.DurationVar(&cfg.Interval, "interval", cfg.Interval, "mean time between heartbeats (each gap is jittered by ±20%)")
+	fs.Float64Var(&cfg.Silent, "silent", cfg.Silent, "`fraction` (0..1) of clients that stop sending at a random moment")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long to run once every client is connected "+
+		"(with -conns 0 the default is 0: until Ctrl-C)")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed for jitter and for who goes silent when (0: pick one)")
 	if err := demo.ParseFlags(fs, args); err != nil {
 		return config{}, err
 	}

@@ -160,10 +160,7 @@ func TestRun(t *testing.T) {
 // timers fire 10ms to 19ms late, one is stopped, one stays armed.
 func TestReport_WheelStats(t *testing.T) {
 	mock := clock.NewMock()
-	h, err := timingwheel.New(timingwheel.WithClock(mock))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
 	for i := range 10 {
 		h.AfterFunc(time.Duration(i+1)*time.Millisecond, func() {})
 	}
@@ -334,26 +331,19 @@ func TestRun_Interrupted(t *testing.T) {
 }
 
 func TestRun_PortInUse(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := demotest.Listen(t)
 
 	cfg := defaultConfig()
 	cfg.Addr = ln.Addr().String()
 	cfg.Conns = 1
-	_, err = run(context.Background(), cfg)
+	_, err := run(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "already in use") {
 		t.Fatalf("run on a busy port: err = %v, want one saying the port is already in use", err)
 	}
 }
 
 func TestParseFlags(t *testing.T) {
-	demotest.CheckFlags(t, func(args []string) error {
-		_, err := parseFlags(args, io.Discard)
-		return err
-	}, demotest.FlagCases{
+	demotest.CheckParse(t, parseFlags, demotest.FlagCases{
 		{nil, ""},
 		{[]string{"-conns", "100", "-timeout", "2s", "-silent", "0"}, ""},
 		{[]string{"-silent", "1", "-duration", "5s"}, ""},
@@ -455,10 +445,7 @@ func TestCPUByStack(t *testing.T) {
 	if err != nil {
 		t.Skip("cannot profile here:", err)
 	}
-	h, err := timingwheel.New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.NewHierarchy(t)
 	tm := h.AfterFunc(time.Hour, func() {})
 	resetFor := func(d time.Duration) {
 		for end := time.Now().Add(d); time.Now().Before(end); {

@@ -362,9 +362,7 @@ func run(ctx context.Context, cfg config) (*report, error) {
 	if cfg.Mode == modeBoth {
 		return nil, errors.New("run takes one mode at a time; main runs both in turn")
 	}
-	if cfg.Seed == 0 {
-		cfg.Seed = rand.Uint64() | 1
-	}
+	cfg.Seed = demo.PickSeed(cfg.Seed)
 	// The readers write notes about outside clients as they come and go:
 	// one lock for both writers keeps lines whole and in order.
 	var outMu sync.Mutex

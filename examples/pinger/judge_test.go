@@ -1,11 +1,10 @@
 package main
 
 import (
-	"net"
 	"testing"
 	"time"
 
-	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/demotest"
 	"github.com/timingwheel/timingwheel/netidle"
 )
 
@@ -16,29 +15,12 @@ import (
 // 100ms of read silence; judged against a Timeout of an hour that close is
 // early, against one of 100ms it is not.
 func TestReaderJudgesIdleCloseFromServersLastRead(t *testing.T) {
-	h, err := timingwheel.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Start()
-	defer h.Stop()
+	h := demotest.StartHierarchy(t)
 	for _, tc := range []struct {
 		timeout time.Duration
 		early   bool
 	}{{time.Hour, true}, {100 * time.Millisecond, false}} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cl, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := ln.Accept()
-		ln.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		cl, c := demotest.ConnPair(t)
 		s := &server{cfg: config{Timeout: tc.timeout}, base: time.Now(), h: h}
 		tp := &tap{Conn: c, s: s, lastRead: s.since()}
 		sc := &sconn{c: netidle.Conn(h, tp, 100*time.Millisecond), tap: tp}

@@ -36,10 +36,8 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,9 +49,7 @@ import (
 func main() {
 	cfg, jsonOut, err := parseFlags(os.Args[1:], os.Stderr)
 	demo.ExitOnFlagError("pinger", err)
-	if cfg.Seed == 0 {
-		cfg.Seed = rand.Uint64() | 1 // one workload for both modes
-	}
+	cfg.Seed = demo.PickSeed(cfg.Seed) // one workload for both modes
 	cfg.Progress = os.Stdout
 	if cfg.Mode != modeBoth {
 		rep, err := run(cfg)
@@ -121,8 +117,7 @@ func runChild(cfg config, mode string) (*report, error) {
 
 func parseFlags(args []string, errOut io.Writer) (cfg config, jsonOut string, err error) {
 	cfg = defaultConfig()
-	fs := flag.NewFlagSet("pinger", flag.ContinueOnError)
-	fs.SetOutput(errOut)
+	fs := demo.NewFlagSet("pinger", errOut, "")
 	fs.StringVar(&cfg.Mode, "mode", cfg.Mode, "`wheel` (idle events of timingwheel), ticker (a Ticker and a writer goroutine per conn), or both, compared")
 	fs.IntVar(&cfg.Conns, "conns", cfg.Conns, "client `connections` (fewer if the open file limit does not allow as many: each takes two here)")
 	fs.DurationVar(&cfg.Ping, "ping", cfg.Ping, "ping a conn the server has written nothing to for this long")

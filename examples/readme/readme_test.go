@@ -22,6 +22,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/demotest"
 	"github.com/timingwheel/timingwheel/netidle"
 )
 
@@ -118,10 +119,7 @@ func TestServe(t *testing.T) {
 
 func TestSessionsExpire(t *testing.T) {
 	mock := clock.NewMock()
-	h, err := timingwheel.New(timingwheel.WithClock(mock))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
 	var expired []string
 	sessions := timingwheel.NewTimeouts(h, func(id string) { expired = append(expired, id) })
 	sessions.Add("alice", time.Minute)
@@ -177,12 +175,7 @@ func searchHandler(h *timingwheel.Hierarchy, search func(context.Context, string
 
 func TestSearchHandler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h, err := timingwheel.New()
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Start()
-		defer h.Stop()
+		h := demotest.StartHierarchy(t)
 		slow := func(ctx context.Context, q string) (string, error) {
 			select {
 			case <-time.After(time.Duration(len(q)) * 100 * time.Millisecond):
@@ -222,10 +215,7 @@ func serveIdle(h *timingwheel.Hierarchy, ln net.Listener, idle time.Duration, ha
 // before, and the server's Read returns the idle error.
 func TestServeIdle(t *testing.T) {
 	mock := &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	h, err := timingwheel.New(timingwheel.WithClock(mock))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
 	type result struct {
 		lines int
 		err   error
@@ -323,28 +313,13 @@ func (c *manualClock) Add(d time.Duration) {
 // the clock moves on) stays open until it is cut at a day.
 func TestIdleEvents(t *testing.T) {
 	mock := &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	h, err := timingwheel.New(timingwheel.WithClock(mock))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
+	ln := demotest.Listen(t)
 	wrapped := idleEvents(h, ln)
 	defer wrapped.Close()
 	dial := func() (client net.Conn, lines *bufio.Reader, server net.Conn) {
 		t.Helper()
-		client, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { client.Close() })
-		server, err = wrapped.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { server.Close() })
+		client, server = demotest.DialAccept(t, wrapped)
 		client.SetReadDeadline(time.Now().Add(20 * time.Second)) // a watchdog: a hung read fails the test
 		return client, bufio.NewReader(client), server
 	}
@@ -379,6 +354,20 @@ func TestIdleEvents(t *testing.T) {
 			}
 		}
 	}
+	// pingsThenEOF reads lines up to the close, each a ping; the test
+	// fails at once, saying who and want, on any other line or error.
+	pingsThenEOF := func(lines *bufio.Reader, who, want string) {
+		t.Helper()
+		for {
+			line, err := lines.ReadString('\n')
+			if err == io.EOF {
+				return
+			}
+			if err != nil || line != "ping\n" {
+				t.Fatalf("%s: %q, %v; %s", who, line, err, want)
+			}
+		}
+	}
 	advance := func(d time.Duration) {
 		mock.Add(d)
 		h.Advance()
@@ -392,15 +381,7 @@ func TestIdleEvents(t *testing.T) {
 	}
 	talk(45 * time.Second)
 	advance(15 * time.Second) // a minute with nothing read from the silent client; its next ping is due too
-	for {
-		line, err := silentLines.ReadString('\n')
-		if err == io.EOF {
-			break
-		}
-		if err != nil || line != "ping\n" {
-			t.Fatalf("the silent client at a minute: %q, %v; want at most a ping, then the close", line, err)
-		}
-	}
+	pingsThenEOF(silentLines, "the silent client at a minute", "want at most a ping, then the close")
 
 	at := time.Minute
 	for ; at+59*time.Second < 24*time.Hour; at += 59 * time.Second {
@@ -410,15 +391,7 @@ func TestIdleEvents(t *testing.T) {
 	talk(at)
 	advance(24*time.Hour - at) // a day since it was wrapped
 	fmt.Fprintln(talker, "hello")
-	for {
-		line, err := talkerLines.ReadString('\n')
-		if err == io.EOF {
-			break
-		}
-		if err != nil || line != "ping\n" {
-			t.Fatalf("the talking client at a day: %q, %v; want closed by MaxLifetime", line, err)
-		}
-	}
+	pingsThenEOF(talkerLines, "the talking client at a day", "want closed by MaxLifetime")
 }
 
 // session is a conn whose writes are all made by its own writer goroutine.
@@ -438,26 +411,8 @@ func (sess *session) pingIdle(net.Conn) {
 // TestSessionPingIdle runs pingIdle with the driver, over real sockets on
 // 127.0.0.1: the session's writer sends the pings it is handed.
 func TestSessionPingIdle(t *testing.T) {
-	h, err := timingwheel.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Start()
-	defer h.Stop()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	raw, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.StartHierarchy(t)
+	client, raw := demotest.ConnPair(t)
 	sess := &session{pings: make(chan struct{}, 1)}
 	sess.conn = netidle.Conn(h, raw, time.Minute, netidle.OnWriteIdle(20*time.Millisecond, sess.pingIdle))
 	go func() { // the writer
@@ -541,12 +496,7 @@ func (c *loopConn) close() {
 // Reset made on the loop pushes it back.
 func TestTimerOnEventLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h, err := timingwheel.New()
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Start()
-		defer h.Stop()
+		h := demotest.StartHierarchy(t)
 		loop := &eventLoop{wake: make(chan struct{}, 1)}
 		done, stopped := make(chan struct{}), make(chan struct{})
 		go func() { loop.run(done); close(stopped) }()
@@ -740,10 +690,7 @@ func TestSelfReferringArmings(t *testing.T) {
 // net.ErrClosed.
 func serveAndDial(t *testing.T, what string, serve func(net.Listener) error) net.Conn {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := demotest.Listen(t)
 	served := make(chan error, 1)
 	go func() { served <- serve(ln) }()
 	t.Cleanup(func() {

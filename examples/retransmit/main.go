@@ -21,8 +21,6 @@
 package main
 
 import (
-	"flag"
-	"fmt"
 	"io"
 	"os"
 
@@ -42,11 +40,14 @@ func main() {
 	}
 }
 
+// usage is what -help says before the flags.
+const usage = "Transfers packets over UDP on 127.0.0.1 through a receiver that drops some,\n" +
+	"retransmitting on timers from timingwheel, then reports how it went."
+
 // parseFlags turns command-line arguments into a validated config.
 func parseFlags(args []string, errOut io.Writer) (config, error) {
 	cfg := defaultConfig()
-	fs := flag.NewFlagSet("retransmit", flag.ContinueOnError)
-	fs.SetOutput(errOut)
+	fs := demo.NewFlagSet("retransmit", errOut, usage)
 	fs.IntVar(&cfg.Packets, "packets", cfg.Packets, "number of packets to transfer")
 	fs.IntVar(&cfg.Size, "size", cfg.Size, "payload `bytes` per packet")
 	fs.IntVar(&cfg.Window, "window", cfg.Window, "most `packets` in flight (sent, not yet acked)")
@@ -55,12 +56,6 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.DurationVar(&cfg.InitialRTO, "initial-rto", cfg.InitialRTO, "retransmission timeout before the first RTT sample")
 	fs.DurationVar(&cfg.MaxRTO, "max-rto", cfg.MaxRTO, "ceiling of the retransmission timeout, backoff included")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed for which datagrams are dropped (0: pick one)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: retransmit [flags]\n\n"+
-			"Transfers packets over UDP on 127.0.0.1 through a receiver that drops some,\n"+
-			"retransmitting on timers from timingwheel, then reports how it went.\n\n")
-		fs.PrintDefaults()
-	}
 	if err := demo.ParseFlags(fs, args); err != nil {
 		return config{}, err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"net"
 	"testing"
 	"time"
@@ -78,10 +77,7 @@ func newTestSender(t *testing.T) (*sender, *clock.Mock) {
 	}
 	t.Cleanup(func() { conn.Close() })
 	mock := clock.NewMock()
-	h, err := timingwheel.New(timingwheel.WithClock(mock))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
 	s := &sender{
 		conn: conn, h: h, size: 100, window: 8,
 		inflight: make(map[uint64]*packet),
@@ -231,10 +227,7 @@ func TestRTOEstimator(t *testing.T) {
 }
 
 func TestParseFlags(t *testing.T) {
-	demotest.CheckFlags(t, func(args []string) error {
-		_, err := parseFlags(args, io.Discard)
-		return err
-	}, demotest.FlagCases{
+	demotest.CheckParse(t, parseFlags, demotest.FlagCases{
 		{nil, ""},
 		{[]string{"-packets", "10", "-loss", "0", "-window", "1"}, ""},
 		{[]string{"-packets", "0"}, "-packets must be at least 1"},

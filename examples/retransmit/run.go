@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/demo"
 )
 
 // config is everything run needs; the flags fill it in main.
@@ -361,9 +362,7 @@ func run(cfg config) (*report, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Seed == 0 {
-		cfg.Seed = rand.Uint64() | 1
-	}
+	cfg.Seed = demo.PickSeed(cfg.Seed)
 	progress := cfg.Progress
 	if progress == nil {
 		progress = io.Discard

@@ -4,8 +4,35 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
 )
+
+// NewFlagSet returns the flag set of the demo prog: it goes on after an
+// error (ParseFlags returns it) and writes its messages to errOut. If about
+// is not "", -help prints "usage: prog [flags]", a blank line, about and
+// another blank line before the flags' defaults.
+func NewFlagSet(prog string, errOut io.Writer, about string) *flag.FlagSet {
+	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	if about != "" {
+		fs.Usage = func() {
+			fmt.Fprint(fs.Output(), "usage: "+prog+" [flags]\n\n"+about+"\n\n")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// PickSeed returns seed, or a random odd one (never 0) if seed is 0: a
+// demo's -seed 0 picks one, which every part of the run then shares.
+func PickSeed(seed uint64) uint64 {
+	if seed == 0 {
+		return rand.Uint64() | 1
+	}
+	return seed
+}
 
 // ParseFlags parses args with fs and rejects an argument left over after
 // the flags: every setting of a demo is a flag.

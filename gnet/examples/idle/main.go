@@ -27,10 +27,8 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"time"
@@ -41,9 +39,7 @@ import (
 func main() {
 	cfg, reportTo, err := parseFlags(os.Args[1:], os.Stderr)
 	demo.ExitOnFlagError("idle", err)
-	if cfg.Seed == 0 {
-		cfg.Seed = rand.Uint64() | 1 // one workload for every impl
-	}
+	cfg.Seed = demo.PickSeed(cfg.Seed) // one workload for every impl
 	if cfg.Impl == implAll {
 		os.Exit(runAll(cfg))
 	}
@@ -64,8 +60,7 @@ func main() {
 func parseFlags(args []string, errOut io.Writer) (config, string, error) {
 	cfg := defaultConfig()
 	var reportTo string
-	fs := flag.NewFlagSet("idle", flag.ContinueOnError)
-	fs.SetOutput(errOut)
+	fs := demo.NewFlagSet("idle", errOut, "")
 	fs.IntVar(&cfg.Conns, "conns", cfg.Conns, "client `connections`; the default fits the open-file limit, up to 10000")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long to run once every client is connected")
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "close a connection after this long without a heartbeat")

@@ -428,7 +428,7 @@ func run(cfg config) (*report, error) {
 	}
 	rep := &report{Impl: cfg.Impl, Seed: cfg.Seed, Conns: n, Note: note, Timeout: cfg.Timeout, Interval: cfg.Interval}
 	s := &server{impl: cfg.Impl, timeout: cfg.Timeout, epoch: time.Now(), booted: make(chan struct{}), conns: map[gnet.Conn]struct{}{}}
-	opts := []gnet.Option{gnet.WithMulticore(true), gnet.WithLogger(quiet{})}
+	opts := []gnet.Option{gnet.WithMulticore(true), gnet.WithLogger(demo.Quiet{})}
 	var w *gnetwheel.Wheel
 	var tracked func() int
 	switch cfg.Impl {
@@ -706,12 +706,3 @@ func (r *report) problems() []string {
 	}
 	return p
 }
-
-// quiet is a gnet logger that drops everything.
-type quiet struct{}
-
-func (quiet) Debugf(string, ...any) {}
-func (quiet) Infof(string, ...any)  {}
-func (quiet) Warnf(string, ...any)  {}
-func (quiet) Errorf(string, ...any) {}
-func (quiet) Fatalf(string, ...any) {}
