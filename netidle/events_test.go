@@ -1060,39 +1060,22 @@ func TestIdleEvents_MatchModelThroughClockJumps(t *testing.T) {
 				return ms(1 + r.Int64N(3*3600_000))
 			}
 		}
-		type model struct {
-			c                     net.Conn
-			fc                    *fastConn
-			onRead                bool
-			idle, wi, life        time.Duration
-			read, write, end      time.Duration // instants since the start
-			closed                bool
-			reads, writes         atomic.Int32
-			wantReads, wantWrites int32
-		}
-		var conns []*model
+		var conns []*ctlModel
 		var now, high time.Duration // the clock, and the furthest it has been
 		for step := range 1500 {
 			if r.IntN(10) == 0 || len(conns) < 20 {
-				m := &model{fc: &fastConn{}, onRead: r.IntN(2) == 0, idle: randDur(), read: now, write: now, end: 1<<63 - 1}
-				var opts []netidle.Option
-				if m.onRead {
-					opts = append(opts, netidle.OnReadIdle(func(net.Conn) { m.reads.Add(1) }))
-				}
+				onRead, idle := r.IntN(2) == 0, randDur()
+				var wi, life time.Duration
 				if r.IntN(3) > 0 {
-					m.wi = randDur()
-					opts = append(opts, netidle.OnWriteIdle(m.wi, func(net.Conn) { m.writes.Add(1) }))
+					wi = randDur()
 				}
 				if r.IntN(3) == 0 {
-					m.life = randDur()
-					m.end = now + m.life
-					opts = append(opts, netidle.MaxLifetime(m.life))
+					life = randDur()
 				}
-				if len(opts) == 0 {
-					opts = append(opts, netidle.MaxLifetime(1<<62))
+				if !onRead && wi == 0 && life == 0 {
+					life = 1 << 62
 				}
-				m.c = netidle.Conn(h, m.fc, m.idle, opts...)
-				conns = append(conns, m)
+				conns = append(conns, newCtlModel(h, now, onRead, idle, wi, life))
 			}
 			for range r.IntN(5) {
 				m := conns[r.IntN(len(conns))]
@@ -1121,13 +1104,7 @@ func TestIdleEvents_MatchModelThroughClockJumps(t *testing.T) {
 			default: // back, a little or a lot
 				d = -min(now, ms(1+r.Int64N([]int64{5, 200, 3 * 3600_000}[r.IntN(3)])))
 			}
-			wasBehind := now < high
-			now += d
-			high = max(high, now)
-			mock.Add(d)
-			advanceWithin(t, h, fmt.Sprintf("step %d", step))
-			for wasBehind && h.Advance() > 0 {
-			}
+			moveClock(t, h, mock, &now, &high, d, fmt.Sprintf("step %d", step))
 			for i, m := range conns {
 				if m.closed {
 					continue
@@ -1137,42 +1114,11 @@ func TestIdleEvents_MatchModelThroughClockJumps(t *testing.T) {
 				// from the clock's reading, so it comes once per jump; at one
 				// instant the lifetime's end comes first, then the idle close,
 				// then the events.
-				for !m.closed {
-					next := min(m.end, m.read+m.idle)
-					if m.wi > 0 {
-						next = min(next, m.write+m.wi)
-					}
-					if next > now {
-						break
-					}
-					switch {
-					case next == m.end:
-						m.closed = true
-					case !m.onRead && next == m.read+m.idle:
-						m.closed = true
-					default:
-						if m.onRead && next == m.read+m.idle {
-							m.wantReads++
-							m.read = now
-						}
-						if m.wi > 0 && next == m.write+m.wi {
-							m.wantWrites++
-							m.write = now
-						}
-					}
-				}
-				require.Equal(t, m.closed, m.fc.closes.Load() > 0, "step %d (at %v) conn %d (idle %v, write idle %v, life %v): closed", step, now, i, m.idle, m.wi, m.life)
-				require.Equal(t, m.wantReads, m.reads.Load(), "step %d (at %v) conn %d (idle %v): read-idle events", step, now, i, m.idle)
-				require.Equal(t, m.wantWrites, m.writes.Load(), "step %d (at %v) conn %d (write idle %v): write-idle events", step, now, i, m.wi)
+				m.due(now)
+				m.check(t, fmt.Sprintf("step %d (at %v) conn %d (idle %v, write idle %v, life %v)", step, now, i, m.idle, m.wi, m.life))
 			}
 			if r.IntN(30) == 0 { // close some
-				for _, m := range conns {
-					if !m.closed && r.IntN(3) == 0 {
-						m.c.Close()
-						m.closed = true
-						m.fc.closes.Store(1)
-					}
-				}
+				closeSome(r, conns)
 			}
 		}
 		for _, m := range conns {

@@ -31,8 +31,8 @@ type ctlModel struct {
 	c                     netidle.Control
 	fc                    *fastConn
 	onRead                bool
-	idle, wi              time.Duration
-	read, write, end      time.Duration
+	idle, wi, life        time.Duration
+	read, write, end      time.Duration // instants since the start
 	paused, closed        bool
 	reads, writes         atomic.Int32
 	wantReads, wantWrites int32
@@ -72,6 +72,61 @@ func (m *ctlModel) due(now time.Duration) {
 	}
 }
 
+// newCtlModel wraps a fresh fastConn in h at now, idle idle: with a
+// read-idle event if onRead, else closed when idle; a write-idle event at wi
+// if wi > 0; a lifetime of life if life > 0.
+func newCtlModel(h *timingwheel.Hierarchy, now time.Duration, onRead bool, idle, wi, life time.Duration) *ctlModel {
+	m := &ctlModel{fc: &fastConn{}, onRead: onRead, idle: idle, wi: wi, life: life, read: now, write: now, end: 1<<63 - 1}
+	var opts []netidle.Option
+	if onRead {
+		opts = append(opts, netidle.OnReadIdle(func(net.Conn) { m.reads.Add(1) }))
+	}
+	if wi > 0 {
+		opts = append(opts, netidle.OnWriteIdle(wi, func(net.Conn) { m.writes.Add(1) }))
+	}
+	if life > 0 {
+		m.end = now + life
+		opts = append(opts, netidle.MaxLifetime(life))
+	}
+	m.c = netidle.Conn(h, m.fc, idle, opts...).(netidle.Control)
+	return m
+}
+
+// check requires that the conn has had the close and the events the model
+// says; what names the step and the conn.
+func (m *ctlModel) check(t *testing.T, what string) {
+	t.Helper()
+	require.Equal(t, m.closed, m.fc.closes.Load() > 0, "%s: closed", what)
+	require.Equal(t, m.wantReads, m.reads.Load(), "%s: read-idle events", what)
+	require.Equal(t, m.wantWrites, m.writes.Load(), "%s: write-idle events", what)
+}
+
+// closeSome closes about a third of the open conns of ms, at random.
+func closeSome(r *rand.Rand, ms []*ctlModel) {
+	for _, m := range ms {
+		if !m.closed && r.IntN(3) == 0 {
+			m.c.Close()
+			m.closed = true
+			m.fc.closes.Store(1)
+		}
+	}
+}
+
+// moveClock moves mock by d, *now with it and *high to the furthest it has
+// been, and advances h; after a step from behind the furthest point, until
+// Advance has nothing left to run (what a callback arms for a tick the
+// shards have passed waits for the next Advance).
+func moveClock(t *testing.T, h *timingwheel.Hierarchy, mock *clock.Mock, now, high *time.Duration, d time.Duration, what string) {
+	t.Helper()
+	wasBehind := *now < *high
+	*now += d
+	*high = max(*high, *now)
+	mock.Add(d)
+	advanceWithin(t, h, what)
+	for wasBehind && h.Advance() > 0 {
+	}
+}
+
 func TestIdleEvents_ModelWithControlOnOneGoroutine(t *testing.T) {
 	steps := 1500
 	if long() {
@@ -97,22 +152,15 @@ func TestIdleEvents_ModelWithControlOnOneGoroutine(t *testing.T) {
 		var now, high time.Duration
 		for step := range steps {
 			if r.IntN(10) == 0 || len(conns) < 20 {
-				m := &ctlModel{fc: &fastConn{}, onRead: r.IntN(2) == 0, idle: randDur(), read: now, write: now, end: 1<<63 - 1}
-				var opts []netidle.Option
-				if m.onRead {
-					opts = append(opts, netidle.OnReadIdle(func(net.Conn) { m.reads.Add(1) }))
-				}
+				onRead, idle := r.IntN(2) == 0, randDur()
+				var wi, life time.Duration
 				if r.IntN(2) == 0 {
-					m.wi = randDur()
-					opts = append(opts, netidle.OnWriteIdle(m.wi, func(net.Conn) { m.writes.Add(1) }))
+					wi = randDur()
 				}
 				if r.IntN(3) == 0 {
-					life := randDur()
-					m.end = now + life
-					opts = append(opts, netidle.MaxLifetime(life))
+					life = randDur()
 				}
-				m.c = netidle.Conn(h, m.fc, m.idle, opts...).(netidle.Control)
-				conns = append(conns, m)
+				conns = append(conns, newCtlModel(h, now, onRead, idle, wi, life))
 			}
 			for range r.IntN(6) {
 				m := conns[r.IntN(len(conns))]
@@ -152,34 +200,20 @@ func TestIdleEvents_ModelWithControlOnOneGoroutine(t *testing.T) {
 			default: // back
 				d = -min(now, ms(1+r.Int64N([]int64{5, 200, 60_000}[r.IntN(3)])))
 			}
-			wasBehind := now < high
-			now += d
-			high = max(high, now)
-			mock.Add(d)
-			advanceWithin(t, h, fmt.Sprintf("step %d", step))
-			for wasBehind && h.Advance() > 0 {
-			}
+			moveClock(t, h, mock, &now, &high, d, fmt.Sprintf("step %d", step))
 			for i, m := range conns {
 				if m.closed {
 					continue
 				}
 				m.due(now)
 				what := fmt.Sprintf("seed %d step %d (at %v) conn %d (idle %v, write idle %v, paused %v)", seed, step, now, i, m.idle, m.wi, m.paused)
-				require.Equal(t, m.closed, m.fc.closes.Load() > 0, "%s: closed", what)
-				require.Equal(t, m.wantReads, m.reads.Load(), "%s: read-idle events", what)
-				require.Equal(t, m.wantWrites, m.writes.Load(), "%s: write-idle events", what)
+				m.check(t, what)
 				if m.paused && !m.closed {
 					require.True(t, m.c.IdleDeadline().IsZero(), "%s: IdleDeadline of a paused conn", what)
 				}
 			}
 			if r.IntN(30) == 0 {
-				for _, m := range conns {
-					if !m.closed && r.IntN(3) == 0 {
-						m.c.Close()
-						m.closed = true
-						m.fc.closes.Store(1)
-					}
-				}
+				closeSome(r, conns)
 			}
 		}
 		for _, m := range conns {
