@@ -32,8 +32,7 @@ type idleConn interface {
 
 func TestIdleConn_ClosedAfterIdleNotBefore(t *testing.T) {
 	h, mock := newMock(t)
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "a Read of the conn closed by its idle timeout returning", server, client)
+	server, client := watchedPair(t, 20*time.Second, "a Read of the conn closed by its idle timeout returning")
 	const idle = 3 * time.Second
 	conn := netidle.Conn(h, server, idle)
 	assert.Equal(t, 1, h.Len())
@@ -56,8 +55,7 @@ func TestIdleConn_ClosedAfterIdleNotBefore(t *testing.T) {
 
 func TestIdleConn_ReadRearms(t *testing.T) {
 	h, mock := newMock(t)
-	server, client := tcpPair(t)
-	watchdog(t, 10*time.Second, "a Read of data already sent", server, client)
+	server, client := watchedPair(t, 10*time.Second, "a Read of data already sent")
 	const idle = 2 * time.Second
 	conn := netidle.Conn(h, server, idle).(idleConn)
 	deadline := mock.Now().Add(idle)
@@ -105,8 +103,7 @@ func TestIdleConn_TimeoutError(t *testing.T) {
 	const idle = time.Minute
 	t.Run("after", func(t *testing.T) {
 		h, mock := newMock(t)
-		server, client := tcpPair(t)
-		watchdog(t, 10*time.Second, "a Read and a Write of the conn closed by its idle timeout returning", server, client)
+		server, _ := watchedPair(t, 10*time.Second, "a Read and a Write of the conn closed by its idle timeout returning")
 		conn := netidle.Conn(h, server, idle)
 		mock.Add(idle)
 		require.Equal(t, 1, advanceWithin(t, h, "idle passed"))
@@ -118,47 +115,41 @@ func TestIdleConn_TimeoutError(t *testing.T) {
 		}
 		assert.Equal(t, 0, h.Len())
 	})
-	t.Run("blocked read", func(t *testing.T) {
-		h, mock := newMock(t)
-		server, client := tcpPair(t)
-		watchdog(t, 10*time.Second, "a Read blocked across the idle timeout returning", server, client)
-		conn := netidle.Conn(h, server, idle)
-		errc := make(chan error, 1)
-		go func() {
-			_, err := conn.Read(make([]byte, 1))
-			errc <- err
-		}()
-		time.Sleep(20 * time.Millisecond) // let it block: had it not yet, the error is the same
-		mock.Add(idle)
-		require.Equal(t, 1, advanceWithin(t, h, "idle passed, a Read blocked"))
-		assertTimeout(t, recvWithin(t, 10*time.Second, errc, "the blocked Read returning"), "read")
-		assertPeerSeesClose(t, client)
-	})
-	t.Run("blocked write", func(t *testing.T) {
-		h, mock := newMock(t)
-		server, client := tcpPair(t)
-		watchdog(t, 10*time.Second, "a Write blocked across the idle timeout returning", server, client)
-		conn := netidle.Conn(h, server, idle)
-		errc := make(chan error, 1)
-		go func() {
-			// The client reads nothing, so this fills the socket buffers
-			// and blocks.
-			_, err := conn.Write(make([]byte, 64<<20))
-			errc <- err
-		}()
-		time.Sleep(50 * time.Millisecond)
-		mock.Add(idle)
-		require.Equal(t, 1, advanceWithin(t, h, "idle passed, a Write blocked"))
-		assertTimeout(t, recvWithin(t, 10*time.Second, errc, "the blocked Write returning"), "write")
-	})
+	for _, b := range []struct {
+		name, op, what string
+		do             func(net.Conn) error
+		settle         time.Duration // to let it block: had it not yet, the error is the same
+		peerSeesClose  bool
+	}{
+		{name: "blocked read", op: "read", what: "Read", settle: 20 * time.Millisecond, peerSeesClose: true,
+			do: func(c net.Conn) error { _, err := c.Read(make([]byte, 1)); return err }},
+		// The client reads nothing, so this fills the socket buffers and
+		// blocks.
+		{name: "blocked write", op: "write", what: "Write", settle: 50 * time.Millisecond,
+			do: func(c net.Conn) error { _, err := c.Write(make([]byte, 64<<20)); return err }},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			h, mock := newMock(t)
+			server, client := watchedPair(t, 10*time.Second, "a "+b.what+" blocked across the idle timeout returning")
+			conn := netidle.Conn(h, server, idle)
+			errc := make(chan error, 1)
+			go func() { errc <- b.do(conn) }()
+			time.Sleep(b.settle)
+			mock.Add(idle)
+			require.Equal(t, 1, advanceWithin(t, h, "idle passed, a "+b.what+" blocked"))
+			assertTimeout(t, recvWithin(t, 10*time.Second, errc, "the blocked "+b.what+" returning"), b.op)
+			if b.peerSeesClose {
+				assertPeerSeesClose(t, client)
+			}
+		})
+	}
 }
 
 func TestIdleConn_CloseStopsTimer(t *testing.T) {
 	h, mock := newMock(t)
 	other := h.AfterFunc(time.Hour, func() {})
 	before := h.Len()
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "a Read of the closed conn returning", server, client)
+	server, client := watchedPair(t, 20*time.Second, "a Read of the closed conn returning")
 	conn := netidle.Conn(h, server, time.Second)
 	assert.Equal(t, before+1, h.Len())
 
@@ -177,8 +168,7 @@ func TestIdleConn_CloseStopsTimer(t *testing.T) {
 
 func TestIdleConn_PeerClosed(t *testing.T) {
 	h, mock := newMock(t)
-	server, client := tcpPair(t)
-	watchdog(t, 10*time.Second, "Read seeing the peer close", server, client)
+	server, client := watchedPair(t, 10*time.Second, "Read seeing the peer close")
 	conn := netidle.Conn(h, server, time.Minute).(idleConn)
 	deadline := conn.IdleDeadline()
 
@@ -292,8 +282,7 @@ func TestIdleConn_RealClock(t *testing.T) {
 	require.NoError(t, err)
 	h.Start()
 	defer stopWithin(t, h, "the driver")
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "the close of an idle conn by the driver", server, client)
+	server, client := watchedPair(t, 20*time.Second, "the close of an idle conn by the driver")
 	const idle = 100 * time.Millisecond
 	conn := netidle.Conn(h, server, idle).(idleConn)
 
@@ -363,8 +352,7 @@ func TestIdleConn_ReadAllocs(t *testing.T) {
 		t.Run("idle="+idle.String(), func(t *testing.T) {
 			h, err := timingwheel.New()
 			require.NoError(t, err)
-			server, client := tcpPair(t)
-			watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
+			server, client := watchedPair(t, 20*time.Second, "a Read of data already sent")
 			conn := netidle.Conn(h, server, idle).(idleConn)
 			const runs = 500
 			send(t, client, string(make([]byte, 2*8*(runs+1)))) // more than the Reads take
@@ -515,8 +503,7 @@ func TestIdleConn_ReadWithDataAtExpiry(t *testing.T) {
 		name := map[bool]string{false: "expiry", true: "close"}[byClose]
 		t.Run(name, func(t *testing.T) {
 			h, mock := newMock(t)
-			server, client := tcpPair(t)
-			watchdog(t, 10*time.Second, "a Read held between its data and the re-arming returning", server, client)
+			server, client := watchedPair(t, 10*time.Second, "a Read held between its data and the re-arming returning")
 			pc := &pausingConn{Conn: server, gotData: make(chan int), resume: make(chan struct{})}
 			const idle = time.Second
 			conn := netidle.Conn(h, pc, idle)

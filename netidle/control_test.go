@@ -70,8 +70,7 @@ func TestIdleControl_PauseHoldsResumeCountsAfresh(t *testing.T) {
 	for _, k := range idleKinds {
 		t.Run(k.name, func(t *testing.T) {
 			h, mock := newMock(t)
-			server, client := tcpPair(t)
-			watchdog(t, 20*time.Second, "a Read or a close", server, client)
+			server, client := watchedPair(t, 20*time.Second, "a Read or a close")
 			const idle = time.Second
 			c := netidle.Conn(h, server, idle, k.opts...).(netidle.Control)
 			defer c.Close()
@@ -181,8 +180,7 @@ func TestIdleControl_Allocs(t *testing.T) {
 		netidle.OnWriteIdle(time.Hour, func(net.Conn) {}), netidle.MaxLifetime(time.Hour)}}) {
 		t.Run(k.name, func(t *testing.T) {
 			h, _ := newMock(t)
-			server, client := tcpPair(t)
-			watchdog(t, 20*time.Second, "Reads of data already sent", server, client)
+			server, client := watchedPair(t, 20*time.Second, "Reads of data already sent")
 			c := netidle.Conn(h, server, time.Minute, k.opts...).(netidle.Control)
 			defer c.Close()
 			const runs = 200
@@ -247,8 +245,7 @@ func TestIdleControl_PausedInTheLookIsNotClosed(t *testing.T) {
 		for reading := 1; reading <= lookReadings; reading++ {
 			t.Run(fmt.Sprintf("%s/reading=%d", k.name, reading), func(t *testing.T) {
 				h, clk := newHooked(t)
-				server, client := tcpPair(t)
-				watchdog(t, 20*time.Second, "a Read or a close", server, client)
+				server, _ := watchedPair(t, 20*time.Second, "a Read or a close")
 				const idle = time.Second
 				c := netidle.Conn(h, server, idle, k.opts...).(netidle.Control)
 				defer c.Close()
@@ -291,8 +288,7 @@ func TestIdleControl_SetIdleInTheLookTakesEffectAtOnce(t *testing.T) {
 		for reading := 1; reading <= lookReadings; reading++ {
 			t.Run(fmt.Sprintf("onreadidle=%v/reading=%d", readIdle, reading), func(t *testing.T) {
 				h, clk := newHooked(t)
-				server, client := tcpPair(t)
-				watchdog(t, 20*time.Second, "a Read or a close", server, client)
+				server, _ := watchedPair(t, 20*time.Second, "a Read or a close")
 				var events atomic.Int32
 				opts := []netidle.Option{netidle.OnWriteIdle(time.Second, func(net.Conn) {})}
 				if readIdle {

@@ -60,8 +60,7 @@ func TestIdleCopy_FileToConnDeliversEveryByte(t *testing.T) {
 	for name, opts := range copyOpts {
 		t.Run(name, func(t *testing.T) {
 			h, _ := newMock(t)
-			server, client := tcpPair(t)
-			watchdog(t, 20*time.Second, "io.Copy of a file", server, client)
+			server, client := watchedPair(t, 20*time.Second, "io.Copy of a file")
 			f, data := randomFile(t, 3<<20+12345)
 			c := netidle.Conn(h, server, time.Hour, opts...)
 			got := readAllAsync(client)
@@ -121,8 +120,7 @@ func TestIdleCopy_HalfClose(t *testing.T) {
 	for name, opts := range copyOpts {
 		t.Run(name, func(t *testing.T) {
 			h, _ := newMock(t)
-			server, client := tcpPair(t)
-			watchdog(t, 20*time.Second, "a half-closed exchange", server, client)
+			server, client := watchedPair(t, 20*time.Second, "a half-closed exchange")
 			c := netidle.Conn(h, server, time.Hour, opts...)
 			defer c.Close()
 			send(t, c, "request")
@@ -157,8 +155,7 @@ func TestIdleCopy_SilentPeerUnderLongCopyIsClosed(t *testing.T) {
 	require.NoError(t, err)
 	h.Start()
 	defer h.Stop()
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "the idle close of a conn under io.Copy", server, client)
+	server, _ := watchedPair(t, 20*time.Second, "the idle close of a conn under io.Copy")
 	const idle = 100 * time.Millisecond
 	f, err := os.Create(filepath.Join(t.TempDir(), "sparse"))
 	require.NoError(t, err)

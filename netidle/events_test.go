@@ -78,8 +78,7 @@ func stepTo(t *testing.T, h *timingwheel.Hierarchy, mock interface{ Add(time.Dur
 
 func TestIdleEvents_OnReadIdleRepeatsAndKeepsOpen(t *testing.T) {
 	h, mock := newMock(t)
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
+	server, client := watchedPair(t, 20*time.Second, "a Read of data already sent")
 	const idle = 3 * time.Second
 	ev := newEvents(h)
 	conn := netidle.Conn(h, server, idle, netidle.OnReadIdle(ev.f)).(idleConn)
@@ -123,8 +122,7 @@ func TestIdleEvents_OnReadIdleRepeatsAndKeepsOpen(t *testing.T) {
 
 func TestIdleEvents_OnWriteIdleRepeatsAndWritesRearm(t *testing.T) {
 	h, mock := newMock(t)
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
+	server, client := watchedPair(t, 20*time.Second, "a Read of data already sent")
 	const idle, ping = time.Minute, 2 * time.Second
 	ev := newEvents(h)
 	conn := netidle.Conn(h, server, idle, netidle.OnWriteIdle(ping, ev.f))
@@ -188,8 +186,7 @@ func TestIdleEvents_OnWriteIdleRepeatsAndWritesRearm(t *testing.T) {
 
 func TestIdleEvents_MaxLifetimeClosesBusyConn(t *testing.T) {
 	h, mock := newMock(t)
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "a Read of the conn closed at its lifetime returning", server, client)
+	server, client := watchedPair(t, 20*time.Second, "a Read of the conn closed at its lifetime returning")
 	const idle, life = 2 * time.Second, 9 * time.Second
 	conn := netidle.Conn(h, server, idle, netidle.MaxLifetime(life)).(idleConn)
 	wrapped := mock.Now()
@@ -233,8 +230,7 @@ func TestIdleEvents_Together(t *testing.T) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 15))
 			h, mock := newMock(t)
-			server, client := tcpPair(t)
-			watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
+			server, client := watchedPair(t, 20*time.Second, "a Read of data already sent")
 			idle := time.Duration(5+rng.IntN(20)) * step
 			ping := time.Duration(3+rng.IntN(20)) * step
 			life := time.Duration(30+rng.IntN(60)) * step
@@ -300,8 +296,7 @@ func TestIdleEvents_SlowPeer(t *testing.T) {
 	const idle, ping = 100 * time.Millisecond, 40 * time.Millisecond
 
 	t.Run("sender", func(t *testing.T) {
-		server, client := tcpPair(t)
-		watchdog(t, 20*time.Second, "the slow sender's bytes arriving", server, client)
+		server, client := watchedPair(t, 20*time.Second, "the slow sender's bytes arriving")
 		ev := newEvents(h)
 		conn := netidle.Conn(h, server, idle, netidle.OnReadIdle(ev.f))
 		defer conn.Close()
@@ -396,8 +391,7 @@ func TestIdleEvents_RealClock(t *testing.T) {
 // false, having checked nothing, if the traffic it makes every d/2 stalled
 // for d or more.
 func realClockRound(t *testing.T, h *timingwheel.Hierarchy, kind string, d, late time.Duration) bool {
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "the "+kind+" event", server, client)
+	server, client := watchedPair(t, 20*time.Second, "the "+kind+" event")
 	ev := newEvents(h)
 	var opt netidle.Option
 	switch kind {
@@ -659,8 +653,7 @@ func TestIdleEvents_BadInput(t *testing.T) {
 func TestIdleEvents_ReadWriteAllocs(t *testing.T) {
 	h, err := timingwheel.New()
 	require.NoError(t, err)
-	server, client := tcpPair(t)
-	watchdog(t, 20*time.Second, "a Read of data already sent", server, client)
+	server, client := watchedPair(t, 20*time.Second, "a Read of data already sent")
 	f := func(net.Conn) {}
 	conn := netidle.Conn(h, server, time.Hour, netidle.OnReadIdle(f), netidle.OnWriteIdle(time.Hour, f),
 		netidle.MaxLifetime(time.Hour)).(idleConn)
@@ -1222,8 +1215,7 @@ func TestIdleEvents_PauseOrCloseInTheLookCancelsTheEvent(t *testing.T) {
 			for reading := 1; reading <= lookReadings; reading++ {
 				t.Run(fmt.Sprintf("%s/%s/reading=%d", ev, op, reading), func(t *testing.T) {
 					h, clk := newHooked(t)
-					server, client := tcpPair(t)
-					watchdog(t, 20*time.Second, "a Read or a close", server, client)
+					server, _ := watchedPair(t, 20*time.Second, "a Read or a close")
 					var ran atomic.Int32
 					f := func(net.Conn) { ran.Add(1) }
 					opt := netidle.OnReadIdle(f)

@@ -175,6 +175,15 @@ func tcpPair(t testing.TB) (server, client net.Conn) {
 	return server, client
 }
 
+// watchedPair is tcpPair under a watchdog: both ends are closed, and the
+// test fails saying what hung, if the test is still running after d.
+func watchedPair(t *testing.T, d time.Duration, what string) (server, client net.Conn) {
+	t.Helper()
+	server, client = tcpPair(t)
+	watchdog(t, d, what, server, client)
+	return server, client
+}
+
 // watchdog closes conns (or listeners), which unblocks whatever waits on
 // them, and fails the test saying what hung, if the test is still running
 // after d.
