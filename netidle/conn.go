@@ -40,6 +40,17 @@ import (
 // still returns that data, with a nil error; the next Read reports the
 // timeout.
 //
+// fixErr returns the error of op once the hierarchy closed c (the reason
+// an operation failed), else err.
+func (c *conn) fixErr(op string, err error) error {
+	if err != nil {
+		if e := c.closedErr(op); e != nil {
+			return e
+		}
+	}
+	return err
+}
+
 // Close stops the conn's timer, so the hierarchy keeps no reference to a
 // closed conn, and closes c. (A conn dropped without Close is held by the
 // hierarchy until it closes it for being idle.) The first Close returns
@@ -167,10 +178,7 @@ func (c *conn) Read(b []byte) (int, error) {
 	if n > 0 {
 		c.record(&c.rd)
 	}
-	if err != nil && c.state.Load()&timedOut != 0 {
-		err = c.closedErr("read") // c failed because the hierarchy closed it
-	}
-	return n, err
+	return n, c.fixErr("read", err)
 }
 
 // Write writes to c and, if that wrote data and written data counts,
@@ -183,10 +191,7 @@ func (c *conn) Write(b []byte) (int, error) {
 	}
 	if !c.p.countsOut() {
 		n, err := c.Conn.Write(b)
-		if err != nil && c.state.Load()&timedOut != 0 {
-			err = c.closedErr("write")
-		}
-		return n, err
+		return n, c.fixErr("write", err)
 	}
 	w := c.p.writeIdle > 0
 	if w {
@@ -213,10 +218,7 @@ func (c *conn) Write(b []byte) (int, error) {
 	if w {
 		c.state.Add(^uint32(writer - 1)) // minus writer
 	}
-	if err != nil && c.state.Load()&timedOut != 0 {
-		err = c.closedErr("write")
-	}
-	return n, err
+	return n, c.fixErr("write", err)
 }
 
 // isStream reports whether c is a stream socket, whose Write may be cut in

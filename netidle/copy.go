@@ -33,17 +33,6 @@ const (
 	sendPiece  = 256 << 10
 )
 
-// fixErr returns the error of op once the hierarchy closed c (the reason
-// an operation failed), else err.
-func (c *conn) fixErr(op string, err error) error {
-	if err != nil {
-		if e := c.closedErr(op); e != nil {
-			return e
-		}
-	}
-	return err
-}
-
 // spliceable returns r as a socket the kernel can splice from (a TCP conn
 // or a Unix stream conn), or nil.
 func spliceable(r io.Reader) net.Conn {
@@ -165,24 +154,32 @@ type readerOnly struct{ io.Reader }
 // CloseWrite shuts down the writing side of c, as *net.TCPConn's
 // CloseWrite does.
 func (c *conn) CloseWrite() error {
-	if err := c.closedErr("close"); err != nil {
-		return err
-	}
+	var f func() error
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
+		f = cw.CloseWrite
 	}
-	return c.unsupported("CloseWrite")
+	return c.closeHalf("CloseWrite", f)
 }
 
 // CloseRead shuts down the reading side of c.
 func (c *conn) CloseRead() error {
+	var f func() error
+	if cr, ok := c.Conn.(interface{ CloseRead() error }); ok {
+		f = cr.CloseRead
+	}
+	return c.closeHalf("CloseRead", f)
+}
+
+// closeHalf runs f, the wrapped conn's method, unless the hierarchy closed
+// c; with no such method (f nil), an error that says so.
+func (c *conn) closeHalf(method string, f func() error) error {
 	if err := c.closedErr("close"); err != nil {
 		return err
 	}
-	if cr, ok := c.Conn.(interface{ CloseRead() error }); ok {
-		return cr.CloseRead()
+	if f == nil {
+		return c.unsupported(method)
 	}
-	return c.unsupported("CloseRead")
+	return f()
 }
 
 func (c *conn) unsupported(method string) error {
