@@ -90,8 +90,7 @@ func backThenRead(t *testing.T, opts ...netidle.Option) (h *timingwheel.Hierarch
 func TestIdleEvents_ReadAfterClockWentBackRearms(t *testing.T) {
 	h, mock, c, peer := backThenRead(t, netidle.OnWriteIdle(24*time.Hour, func(net.Conn) {}))
 	assert.Equal(t, h.Now().Add(time.Hour), c.IdleDeadline(), "IdleDeadline after a Read, the clock having gone back")
-	mock.Add(time.Hour)
-	advanceWithin(t, h, "idle after the Read")
+	advanceBy(t, h, mock, time.Hour, "idle after the Read")
 	assert.True(t, peerSeesClosed(t, peer), "not closed idle (1h) after its last Read")
 }
 
@@ -100,10 +99,8 @@ func TestIdleEvents_ReadAfterClockWentBackRearms(t *testing.T) {
 func TestIdleConn_ReadAfterClockWentBackRearms(t *testing.T) {
 	h, mock, c, peer := backThenRead(t)
 	assert.Equal(t, h.Now().Add(time.Hour), c.IdleDeadline(), "IdleDeadline after a Read, the clock having gone back")
-	mock.Add(time.Hour - time.Millisecond)
-	advanceWithin(t, h, "a tick before idle after the Read")
+	advanceBy(t, h, mock, time.Hour-time.Millisecond, "a tick before idle after the Read")
 	assert.False(t, peerSeesClosed(t, peer), "closed before idle after its last Read")
-	mock.Add(time.Millisecond)
-	advanceWithin(t, h, "idle after the Read")
+	advanceBy(t, h, mock, time.Millisecond, "idle after the Read")
 	assert.True(t, peerSeesClosed(t, peer), "not closed idle (1h) after its last Read")
 }

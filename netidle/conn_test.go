@@ -38,13 +38,11 @@ func TestIdleConn_ClosedAfterIdleNotBefore(t *testing.T) {
 	assert.Equal(t, 1, h.Len())
 	assert.Equal(t, mock.Now().Add(idle), conn.(idleConn).IdleDeadline())
 
-	mock.Add(idle - time.Millisecond)
-	require.Equal(t, 0, advanceWithin(t, h, "a tick before idle"), "closed a tick before idle had passed")
+	require.Equal(t, 0, advanceBy(t, h, mock, idle-time.Millisecond, "a tick before idle"), "closed a tick before idle had passed")
 	send(t, conn, "still open") // only reading re-arms: this changes nothing
 	receive(t, client, "still open")
 
-	mock.Add(time.Millisecond)
-	require.Equal(t, 1, advanceWithin(t, h, "idle passed"), "not closed once idle had passed")
+	require.Equal(t, 1, advanceBy(t, h, mock, time.Millisecond, "idle passed"), "not closed once idle had passed")
 	assert.Equal(t, 0, h.Len(), "the hierarchy holds the timer of a closed conn")
 	assertPeerSeesClose(t, client) // the socket itself was closed
 	_, err := conn.Read(make([]byte, 1))
@@ -90,11 +88,9 @@ func TestIdleConn_ReadRearms(t *testing.T) {
 	assert.Equal(t, deadline, conn.IdleDeadline())
 	assert.Equal(t, 1, h.Len(), "a failed Read of c closed the idle conn")
 
-	mock.Add(time.Second - time.Millisecond)
-	advanceWithin(t, h, "a tick before idle after the last Read") // a look, if the timer was due, that finds the Read
+	advanceBy(t, h, mock, time.Second-time.Millisecond, "a tick before idle after the last Read") // a look, if the timer was due, that finds the Read
 	assertOpen(t, conn)
-	mock.Add(time.Millisecond)
-	require.Equal(t, 1, advanceWithin(t, h, "idle after the last Read"), "not closed idle after the last Read with data")
+	require.Equal(t, 1, advanceBy(t, h, mock, time.Millisecond, "idle after the last Read"), "not closed idle after the last Read with data")
 	_, err = conn.Read(buf)
 	assertTimeout(t, err, "read")
 }
@@ -105,8 +101,7 @@ func TestIdleConn_TimeoutError(t *testing.T) {
 		h, mock := newMock(t)
 		server, _ := watchedPair(t, 10*time.Second, "a Read and a Write of the conn closed by its idle timeout returning")
 		conn := netidle.Conn(h, server, idle)
-		mock.Add(idle)
-		require.Equal(t, 1, advanceWithin(t, h, "idle passed"))
+		require.Equal(t, 1, advanceBy(t, h, mock, idle, "idle passed"))
 		for range 2 { // and stays so
 			_, err := conn.Read(make([]byte, 1))
 			assertTimeout(t, err, "read")
@@ -135,8 +130,7 @@ func TestIdleConn_TimeoutError(t *testing.T) {
 			errc := make(chan error, 1)
 			go func() { errc <- b.do(conn) }()
 			time.Sleep(b.settle)
-			mock.Add(idle)
-			require.Equal(t, 1, advanceWithin(t, h, "idle passed, a "+b.what+" blocked"))
+			require.Equal(t, 1, advanceBy(t, h, mock, idle, "idle passed, a "+b.what+" blocked"))
 			assertTimeout(t, recvWithin(t, 10*time.Second, errc, "the blocked "+b.what+" returning"), b.op)
 			if b.peerSeesClose {
 				assertPeerSeesClose(t, client)
@@ -158,8 +152,7 @@ func TestIdleConn_CloseStopsTimer(t *testing.T) {
 	assertPeerSeesClose(t, client)
 	assert.ErrorIs(t, conn.Close(), net.ErrClosed, "a second Close is c's second Close")
 
-	mock.Add(time.Minute)
-	assert.Equal(t, 0, advanceWithin(t, h, "a minute after Close"), "a closed conn's timer fired")
+	assert.Equal(t, 0, advanceBy(t, h, mock, time.Minute, "a minute after Close"), "a closed conn's timer fired")
 	_, err := conn.Read(make([]byte, 1))
 	assert.ErrorIs(t, err, net.ErrClosed, "Read after Close")
 	assert.NotErrorIs(t, err, os.ErrDeadlineExceeded, "Read after Close")
@@ -240,15 +233,13 @@ func TestIdleListener(t *testing.T) {
 	mock.Add(500 * time.Millisecond)
 	send(t, clients[0], "x")
 	receive(t, conns[0], "x")
-	mock.Add(500 * time.Millisecond)
-	advanceWithin(t, h, "a second after Accept") // the heartbeating conn's timer looks and is armed again
+	advanceBy(t, h, mock, 500*time.Millisecond, "a second after Accept") // the heartbeating conn's timer looks and is armed again
 	for _, c := range conns[1:] {
 		_, err = c.Read(make([]byte, 1))
 		assertTimeout(t, err, "read")
 	}
 	assertOpen(t, conns[0])
-	mock.Add(500 * time.Millisecond)
-	assert.Equal(t, 1, advanceWithin(t, h, "a second after the heartbeat"))
+	assert.Equal(t, 1, advanceBy(t, h, mock, 500*time.Millisecond, "a second after the heartbeat"))
 
 	// Accept's errors are the listener's.
 	require.NoError(t, il.Close())
@@ -522,8 +513,7 @@ func TestIdleConn_ReadWithDataAtExpiry(t *testing.T) {
 			if byClose {
 				require.NoError(t, conn.Close())
 			} else {
-				mock.Add(idle)
-				require.Equal(t, 1, advanceWithin(t, h, "idle passed while a Read holds its data"))
+				require.Equal(t, 1, advanceBy(t, h, mock, idle, "idle passed while a Read holds its data"))
 			}
 			close(pc.resume)
 			r := recvWithin(t, 10*time.Second, done, "the held Read returning")
@@ -537,8 +527,7 @@ func TestIdleConn_ReadWithDataAtExpiry(t *testing.T) {
 			} else {
 				assertTimeout(t, err, "read")
 			}
-			mock.Add(time.Hour)
-			assert.Equal(t, 0, advanceWithin(t, h, "an hour later"))
+			assert.Equal(t, 0, advanceBy(t, h, mock, time.Hour, "an hour later"))
 		})
 	}
 }
@@ -589,10 +578,8 @@ func TestIdleConn_ClosedAfterIdle150YearsAfterOrigin(t *testing.T) {
 	local, peer := pipe(t)
 	c := netidle.Conn(h, local, time.Hour)
 	defer c.Close()
-	mock.Add(time.Millisecond)
-	advanceWithin(t, h, "a tick after wrapping")
+	advanceBy(t, h, mock, time.Millisecond, "a tick after wrapping")
 	assert.False(t, peerSeesClosed(t, peer), "closed a tick after wrapping")
-	mock.Add(time.Hour)
-	advanceWithin(t, h, "an hour later")
+	advanceBy(t, h, mock, time.Hour, "an hour later")
 	assert.True(t, peerSeesClosed(t, peer), "not closed an hour later")
 }

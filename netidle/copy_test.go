@@ -222,8 +222,7 @@ func TestIdleCopy_LargeWriteCountsPieceByPieceOnTCPAndUnix(t *testing.T) {
 			}()
 			buf := make([]byte, 1<<20)
 			for got := 0; got < size; {
-				mock.Add(50 * time.Millisecond)
-				advanceWithin(t, h, "50ms more")
+				advanceBy(t, h, mock, 50*time.Millisecond, "50ms more")
 				before := c.IdleDeadline()
 				n, err := io.ReadFull(client, buf[:min(len(buf), size-got)])
 				require.NoError(t, err, "the peer's read after %d bytes: the conn was closed mid-write", got)
@@ -269,8 +268,7 @@ func TestIdleCopy_TricklingProxyStaysOpen(t *testing.T) {
 				_, err := io.ReadFull(client, buf)
 				require.NoError(t, err, "the echo of message %d, at %v: the proxy's conns were closed while data moved every 75ms",
 					i, time.Duration(i)*75*time.Millisecond)
-				mock.Add(75 * time.Millisecond)
-				advanceWithin(t, h, "75ms more")
+				advanceBy(t, h, mock, 75*time.Millisecond, "75ms more")
 			}
 			for _, c := range []net.Conn{in, out} {
 				assert.False(t, c.(netidle.Control).IdleDeadline().Before(h.Now()), "a conn's idle deadline passed while data moved")

@@ -71,8 +71,7 @@ func (e *events) last() time.Time {
 // events' count is not then want.
 func stepTo(t *testing.T, h *timingwheel.Hierarchy, mock interface{ Add(time.Duration) }, d time.Duration, e *events, want int, what string) {
 	t.Helper()
-	mock.Add(d)
-	advanceWithin(t, h, what)
+	advanceBy(t, h, mock, d, what)
 	require.Equal(t, want, e.n(), "events after %s", what)
 }
 
@@ -168,12 +167,10 @@ func TestIdleEvents_OnWriteIdleRepeatsAndWritesRearm(t *testing.T) {
 	assert.Equal(t, pinged.Add(ping), ev.last())
 
 	rest := readIn.Add(idle).Sub(mock.Now())
-	mock.Add(rest - time.Millisecond)
-	advanceWithin(t, h, "a tick before read idle")
+	advanceBy(t, h, mock, rest-time.Millisecond, "a tick before read idle")
 	send(t, conn, "still open")
 	receive(t, client, "still open")
-	mock.Add(time.Millisecond)
-	advanceWithin(t, h, "read idle")
+	advanceBy(t, h, mock, time.Millisecond, "read idle")
 	_, err = conn.Read(make([]byte, 1))
 	assertTimeout(t, err, "read")
 	_, err = conn.Write([]byte("x"))
@@ -201,12 +198,10 @@ func TestIdleEvents_MaxLifetimeClosesBusyConn(t *testing.T) {
 		send(t, conn, "y")
 		receive(t, client, "y")
 	}
-	mock.Add(wrapped.Add(life).Sub(mock.Now()) - time.Millisecond)
-	advanceWithin(t, h, "a tick before the lifetime")
+	advanceBy(t, h, mock, wrapped.Add(life).Sub(mock.Now())-time.Millisecond, "a tick before the lifetime")
 	send(t, conn, "open")
 	receive(t, client, "open")
-	mock.Add(time.Millisecond)
-	advanceWithin(t, h, "the lifetime")
+	advanceBy(t, h, mock, time.Millisecond, "the lifetime")
 	assert.Equal(t, 0, h.Len())
 	assertPeerSeesClose(t, client)
 	_, err := conn.Read(make([]byte, 1))
@@ -615,8 +610,7 @@ func TestIdleEvents_Listener(t *testing.T) {
 	}
 	stepTo(t, h, mock, 700*time.Millisecond, writes, 3, "write idle")
 	stepTo(t, h, mock, 300*time.Millisecond, reads, 3, "read idle")
-	mock.Add(4 * time.Second)
-	advanceWithin(t, h, "the lifetime")
+	advanceBy(t, h, mock, 4*time.Second, "the lifetime")
 	for _, c := range conns {
 		_, err := c.Read(make([]byte, 1))
 		assertTimeout(t, err, "read")
@@ -705,8 +699,7 @@ func TestIdleEvents_BothEventsDueTogetherRunInOneAdvance(t *testing.T) {
 	reads, pings := newEvents(h), newEvents(h)
 	c := netidle.Conn(h, local, time.Second, netidle.OnReadIdle(reads.f), netidle.OnWriteIdle(time.Second, pings.f))
 	defer c.Close()
-	mock.Add(time.Second)
-	advanceWithin(t, h, "both events")
+	advanceBy(t, h, mock, time.Second, "both events")
 	assert.Equal(t, 1, reads.n())
 	assert.Equal(t, 1, pings.n())
 }
@@ -724,8 +717,7 @@ func TestIdleEvents_ConnWrapped150YearsAfterOriginStaysOpen(t *testing.T) {
 	c := netidle.Conn(h, local, time.Hour, netidle.OnWriteIdle(24*time.Hour, func(net.Conn) {})).(idleConn)
 	defer c.Close()
 	assert.Equal(t, h.Now().Add(time.Hour), c.IdleDeadline(), "IdleDeadline of a conn just wrapped with idle 1h")
-	mock.Add(time.Millisecond)
-	advanceWithin(t, h, "a tick after wrapping")
+	advanceBy(t, h, mock, time.Millisecond, "a tick after wrapping")
 	assert.False(t, peerSeesClosed(t, peer), "a conn with idle 1h was closed a tick after it was wrapped")
 }
 
@@ -739,8 +731,7 @@ func TestIdleEvents_NoReadIdleEventBeforeIdle150YearsAfterOrigin(t *testing.T) {
 	c := netidle.Conn(h, local, time.Hour, netidle.OnReadIdle(reads.f))
 	defer c.Close()
 	for range 3 {
-		mock.Add(time.Millisecond)
-		advanceWithin(t, h, "a tick")
+		advanceBy(t, h, mock, time.Millisecond, "a tick")
 	}
 	assert.Zero(t, reads.n(), "read-idle events 3ms after wrapping a conn with idle 1h")
 }
@@ -760,8 +751,7 @@ func TestIdleEvents_RunAfterTimersDueEarlierInOneAdvance(t *testing.T) {
 	c := netidle.Conn(h, local, 24*time.Hour, netidle.OnWriteIdle(time.Hour, func(net.Conn) { rec("ping due at 1h") }))
 	defer c.Close()
 	h.AfterFunc(time.Hour-30*time.Second, func() { rec("timer due at 59m30s") })
-	mock.Add(2 * time.Hour)
-	advanceWithin(t, h, "a 2h jump")
+	advanceBy(t, h, mock, 2*time.Hour, "a 2h jump")
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{"timer due at 59m30s", "ping due at 1h"}, order, "callbacks of one Advance out of the order of their deadlines")
@@ -786,8 +776,7 @@ func TestIdleEvents_OfTwoConnsRunInDeadlineOrder(t *testing.T) {
 	b, _ := pipe(t)
 	cb := netidle.Conn(h, b, 24*time.Hour, netidle.OnWriteIdle(900*time.Millisecond, rec("b due at 59m59.9s")))
 	defer cb.Close()
-	mock.Add(time.Hour)
-	advanceWithin(t, h, "an hour's jump")
+	advanceBy(t, h, mock, time.Hour, "an hour's jump")
 	mu.Lock()
 	defer mu.Unlock()
 	require.NotEmpty(t, order)
@@ -972,11 +961,9 @@ func TestIdleEvents_EventFromACoarseBucketWaitsForItsTick(t *testing.T) {
 	pings := newEvents(h)
 	c := netidle.Conn(h, local, time.Hour, netidle.OnWriteIdle(100*time.Millisecond+500*time.Microsecond, pings.f))
 	defer c.Close()
-	mock.Add(100*time.Millisecond + 700*time.Microsecond)
-	advanceWithin(t, h, "100.7ms")
+	advanceBy(t, h, mock, 100*time.Millisecond+700*time.Microsecond, "100.7ms")
 	assert.Equal(t, 0, pings.n(), "a ping due at 100.5ms (its tick: 101ms) ran at 100.7ms")
-	mock.Add(300 * time.Microsecond)
-	advanceWithin(t, h, "101ms")
+	advanceBy(t, h, mock, 300*time.Microsecond, "101ms")
 	assert.Equal(t, 1, pings.n(), "no ping at its tick, 101ms")
 }
 
@@ -987,11 +974,9 @@ func TestIdleEvents_LifetimeFromACoarseBucketWaitsForItsTick(t *testing.T) {
 	local, peer := pipe(t)
 	c := netidle.Conn(h, local, time.Hour, netidle.MaxLifetime(100*time.Millisecond+500*time.Microsecond))
 	defer c.Close()
-	mock.Add(100*time.Millisecond + 700*time.Microsecond)
-	advanceWithin(t, h, "100.7ms")
+	advanceBy(t, h, mock, 100*time.Millisecond+700*time.Microsecond, "100.7ms")
 	assert.False(t, peerSeesClosed(t, peer), "a lifetime ending at 100.5ms (its tick: 101ms) closed the conn at 100.7ms")
-	mock.Add(300 * time.Microsecond)
-	advanceWithin(t, h, "101ms")
+	advanceBy(t, h, mock, 300*time.Microsecond, "101ms")
 	assert.True(t, peerSeesClosed(t, peer), "not closed at its lifetime's tick, 101ms")
 }
 
@@ -1009,11 +994,9 @@ func TestIdleEvents_EventAfterAWriteWaitsForItsTick(t *testing.T) {
 	go io.ReadFull(peer, make([]byte, 1))
 	_, err := c.Write([]byte{1}) // the next ping is due at 10.5ms: tick 11
 	require.NoError(t, err)
-	mock.Add(10*time.Millisecond + 200*time.Microsecond)
-	advanceWithin(t, h, "10.7ms")
+	advanceBy(t, h, mock, 10*time.Millisecond+200*time.Microsecond, "10.7ms")
 	assert.Equal(t, 0, pings.n(), "a ping due at 10.5ms (its tick: 11ms) ran at 10.7ms")
-	mock.Add(300 * time.Microsecond)
-	advanceWithin(t, h, "11ms")
+	advanceBy(t, h, mock, 300*time.Microsecond, "11ms")
 	assert.Equal(t, 1, pings.n(), "no ping at its tick, 11ms")
 }
 

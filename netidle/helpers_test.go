@@ -133,6 +133,13 @@ func (c *fakeClock) Set(t time.Time) {
 	c.mu.Unlock()
 }
 
+// advanceBy moves mock by d and runs h.Advance under mustReturn.
+func advanceBy(t *testing.T, h *timingwheel.Hierarchy, mock interface{ Add(time.Duration) }, d time.Duration, what string) int {
+	t.Helper()
+	mock.Add(d)
+	return advanceWithin(t, h, what)
+}
+
 // newMock returns a hierarchy on a fresh clock.Mock.
 func newMock(t testing.TB, opts ...timingwheel.Option) (*timingwheel.Hierarchy, *clock.Mock) {
 	t.Helper()

@@ -121,8 +121,7 @@ func moveClock(t *testing.T, h *timingwheel.Hierarchy, mock *clock.Mock, now, hi
 	wasBehind := *now < *high
 	*now += d
 	*high = max(*high, *now)
-	mock.Add(d)
-	advanceWithin(t, h, what)
+	advanceBy(t, h, mock, d, what)
 	for wasBehind && h.Advance() > 0 {
 	}
 }
