@@ -570,6 +570,50 @@ func BenchmarkIdleConn_Rearm(b *testing.B) {
 // does not depend on distance").
 const years = 150 * 365 * 24 * time.Hour
 
+// heldConn is a net.Conn whose Read waits until the test lets it return
+// data, whatever happens to the conn meanwhile (data that arrived just as
+// the conn was closed).
+type heldConn struct {
+	net.Conn
+	reading chan struct{}
+	data    chan []byte
+}
+
+func (c *heldConn) Read(p []byte) (int, error) {
+	c.reading <- struct{}{}
+	return copy(p, <-c.data), nil
+}
+
+func (c *heldConn) Close() error         { return nil }
+func (c *heldConn) LocalAddr() net.Addr  { return nil }
+func (c *heldConn) RemoteAddr() net.Addr { return nil }
+
+// TestIdleConn_DeadlineStaysAtTheIdleClose: a Read in flight when the hierarchy closes the conn returns its data, and
+// IdleDeadline still reports the instant the conn was closed at, not a
+// deadline moved past it at which nothing happens.
+func TestIdleConn_DeadlineStaysAtTheIdleClose(t *testing.T) {
+	h, mock := newMock(t)
+	start := mock.Now()
+	hc := &heldConn{reading: make(chan struct{}), data: make(chan []byte)}
+	c := netidle.Conn(h, hc, 100*time.Millisecond)
+	ic := c.(interface{ IdleDeadline() time.Time })
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n, err := c.Read(make([]byte, 4))
+		assert.Equal(t, 4, n, "the data that arrived as the conn was closed")
+		assert.NoError(t, err)
+	}()
+	recvWithin(t, 5*time.Second, hc.reading, "the Read reaching the conn")
+	require.Equal(t, 1, advanceBy(t, h, mock, 100*time.Millisecond, "idle passed, a Read held"), "the idle close")
+	hc.data <- []byte("data")
+	recvWithin(t, 5*time.Second, done, "the Read returning")
+	assert.Equal(t, start.Add(100*time.Millisecond), ic.IdleDeadline(), "IdleDeadline moved after the idle close")
+	assert.Equal(t, 0, h.Len(), "the Read left a timer armed for a closed conn")
+	_, err := c.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, os.ErrDeadlineExceeded)
+}
+
 // A conn without options (a Timer of its own) wrapped 150 years after the
 // origin is closed idle after, not a tick after wrapping.
 func TestIdleConn_ClosedAfterIdle150YearsAfterOrigin(t *testing.T) {
