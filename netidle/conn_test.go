@@ -269,10 +269,7 @@ func TestIdleConn_BadInput(t *testing.T) {
 // TestIdleConn_RealClock runs the driver on the real clock: the close comes
 // at or after the deadline the last Read set, and soon after it.
 func TestIdleConn_RealClock(t *testing.T) {
-	h, err := timingwheel.New()
-	require.NoError(t, err)
-	h.Start()
-	defer stopWithin(t, h, "the driver")
+	h := startedHierarchy(t)
 	server, client := watchedPair(t, 20*time.Second, "the close of an idle conn by the driver")
 	const idle = 100 * time.Millisecond
 	conn := netidle.Conn(h, server, idle).(idleConn)
@@ -288,7 +285,7 @@ func TestIdleConn_RealClock(t *testing.T) {
 		require.False(t, deadline.Before(sent.Add(idle)), "deadline %v is less than idle after the data was sent", deadline.Sub(sent))
 		time.Sleep(idle / 2)
 	}
-	_, err = conn.Read(buf)
+	_, err := conn.Read(buf)
 	closed := time.Now()
 	assertTimeout(t, err, "read")
 	assert.False(t, closed.Before(deadline), "closed %v before its deadline", deadline.Sub(closed))
@@ -304,10 +301,7 @@ func TestIdleConn_RealClock(t *testing.T) {
 // Close. Whatever wins, every error is a timeout or a closed conn, and once
 // all are closed the hierarchy holds no timer.
 func TestIdleConn_Concurrent(t *testing.T) {
-	h, err := timingwheel.New()
-	require.NoError(t, err)
-	h.Start()
-	defer stopWithin(t, h, "the driver")
+	h := startedHierarchy(t)
 	var timedOut, closed atomic.Int64 // readers' ends, to see both happen
 	closeRace{
 		Conns: 24, Readers: 2, Writers: 1, ReadBuf: 1, WriteGap: 4 * time.Millisecond,
@@ -344,18 +338,7 @@ func TestIdleConn_ReadAllocs(t *testing.T) {
 			h, err := timingwheel.New()
 			require.NoError(t, err)
 			server, client := watchedPair(t, 20*time.Second, "a Read of data already sent")
-			conn := netidle.Conn(h, server, idle).(idleConn)
-			const runs = 500
-			send(t, client, string(make([]byte, 2*8*(runs+1)))) // more than the Reads take
-			buf := make([]byte, 8)
-			before := conn.IdleDeadline()
-			allocs := testing.AllocsPerRun(runs, func() {
-				if n, err := conn.Read(buf); n == 0 || err != nil {
-					panic("a Read of buffered data returned nothing")
-				}
-			})
-			assert.Zero(t, allocs, "allocations per Read that re-arms")
-			assert.True(t, conn.IdleDeadline().After(before), "the Reads did not re-arm")
+			assertReadsAllocFree(t, netidle.Conn(h, server, idle).(idleConn), client, 500)
 		})
 	}
 }

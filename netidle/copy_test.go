@@ -17,7 +17,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/timingwheel/timingwheel"
 	"github.com/timingwheel/timingwheel/netidle"
 )
 
@@ -151,10 +150,7 @@ func TestIdleCopy_HalfClose(t *testing.T) {
 // with the socket buffers full) is closed for idleness with AllIdle, and
 // io.Copy returns ErrIdle; a peer that reads keeps it open.
 func TestIdleCopy_SilentPeerUnderLongCopyIsClosed(t *testing.T) {
-	h, err := timingwheel.New()
-	require.NoError(t, err)
-	h.Start()
-	defer h.Stop()
+	h := startedHierarchy(t)
 	server, _ := watchedPair(t, 20*time.Second, "the idle close of a conn under io.Copy")
 	const idle = 100 * time.Millisecond
 	f, err := os.Create(filepath.Join(t.TempDir(), "sparse"))

@@ -140,6 +140,17 @@ func advanceBy(t *testing.T, h *timingwheel.Hierarchy, mock interface{ Add(time.
 	return advanceWithin(t, h, what)
 }
 
+// startedHierarchy returns a hierarchy on the real clock with its driver
+// running until the test ends.
+func startedHierarchy(t *testing.T) *timingwheel.Hierarchy {
+	t.Helper()
+	h, err := timingwheel.New()
+	require.NoError(t, err)
+	h.Start()
+	t.Cleanup(func() { stopWithin(t, h, "the driver") })
+	return h
+}
+
 // newMock returns a hierarchy on a fresh clock.Mock.
 func newMock(t testing.TB, opts ...timingwheel.Option) (*timingwheel.Hierarchy, *clock.Mock) {
 	t.Helper()
@@ -220,6 +231,23 @@ func receive(t *testing.T, c net.Conn, want string) {
 	_, err := io.ReadFull(c, buf)
 	require.NoError(t, err)
 	require.Equal(t, want, string(buf))
+}
+
+// assertReadsAllocFree sends conn's peer, client, more than runs Reads of 8
+// bytes take, and checks that those Reads allocate nothing and count as
+// data read: they move the idle deadline on.
+func assertReadsAllocFree(t *testing.T, conn idleConn, client net.Conn, runs int) {
+	t.Helper()
+	send(t, client, string(make([]byte, 2*8*(runs+1))))
+	buf := make([]byte, 8)
+	before := conn.IdleDeadline()
+	allocs := testing.AllocsPerRun(runs, func() {
+		if n, err := conn.Read(buf); n == 0 || err != nil {
+			panic("a Read of buffered data returned nothing")
+		}
+	})
+	assert.Zero(t, allocs, "allocations per Read with data")
+	assert.True(t, conn.IdleDeadline().After(before), "the Reads did not re-arm")
 }
 
 // assertTimeout checks that err is the error of an idle conn that timed out.

@@ -43,10 +43,7 @@ type httpIdleServer struct {
 
 func startHTTPIdleServer(t *testing.T, idle time.Duration) *httpIdleServer {
 	t.Helper()
-	h, err := timingwheel.New()
-	require.NoError(t, err)
-	h.Start()
-	t.Cleanup(h.Stop)
+	h := startedHierarchy(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	s := &httpIdleServer{h: h, url: "http://" + ln.Addr().String(), idleAt: map[net.Conn]time.Time{},
@@ -154,10 +151,7 @@ func (c *watchEOF) Read(p []byte) (int, error) {
 // idle (on a loaded machine the writer itself can stall that long; such a
 // round tells nothing, and the test tries again, a few times at most).
 func TestIdleHTTP_AllIdleRawServerStreamsToSilentClient(t *testing.T) {
-	h, err := timingwheel.New()
-	require.NoError(t, err)
-	h.Start()
-	defer h.Stop()
+	h := startedHierarchy(t)
 	const idle = 300 * time.Millisecond // 10 gaps between lines: a loaded machine's late wake-ups fit
 	const lines = 15                    // over idle in all
 	for round := range 5 {
