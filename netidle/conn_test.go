@@ -210,22 +210,10 @@ func TestIdleListener(t *testing.T) {
 	defer il.Close()
 	assert.Equal(t, ln.Addr(), il.Addr())
 
-	var clients []net.Conn
-	for range 3 {
-		c, err := net.DialTimeout("tcp", ln.Addr().String(), 10*time.Second)
-		require.NoError(t, err)
-		defer c.Close()
-		clients = append(clients, c)
-	}
-	watchdog(t, 10*time.Second, "Accept of a dialled connection", il, clients[0], clients[1], clients[2])
-	var conns []net.Conn
-	for range clients {
-		c, err := il.Accept()
-		require.NoError(t, err)
-		defer c.Close()
+	clients, conns := dialAccept(t, ln, il, 3)
+	for _, c := range conns {
 		_, ok := c.(idleConn)
 		require.True(t, ok, "Accept returned a %T, not an idle conn", c)
-		conns = append(conns, c)
 	}
 	assert.Equal(t, len(clients), h.Len())
 

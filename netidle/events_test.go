@@ -583,20 +583,7 @@ func TestIdleEvents_Listener(t *testing.T) {
 	il := netidle.Listener(h, ln, time.Second, netidle.OnReadIdle(reads.f), netidle.OnWriteIdle(700*time.Millisecond, writes.f),
 		netidle.MaxLifetime(5*time.Second))
 	defer il.Close()
-	var clients, conns []net.Conn
-	for range 3 {
-		c, err := net.DialTimeout("tcp", ln.Addr().String(), 10*time.Second)
-		require.NoError(t, err)
-		defer c.Close()
-		clients = append(clients, c)
-	}
-	watchdog(t, 10*time.Second, "Accept of a dialled connection", il, clients[0], clients[1], clients[2])
-	for range clients {
-		c, err := il.Accept()
-		require.NoError(t, err)
-		defer c.Close()
-		conns = append(conns, c)
-	}
+	_, conns := dialAccept(t, ln, il, 3)
 	stepTo(t, h, mock, 700*time.Millisecond, writes, 3, "write idle")
 	stepTo(t, h, mock, 300*time.Millisecond, reads, 3, "read idle")
 	advanceBy(t, h, mock, 4*time.Second, "the lifetime")

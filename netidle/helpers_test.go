@@ -202,6 +202,29 @@ func watchedPair(t *testing.T, d time.Duration, what string) (server, client net
 	return server, client
 }
 
+// dialAccept dials n connections to ln and accepts them from il, ln
+// wrapped, under a watchdog that closes them all if an Accept hangs. Both
+// ends of each are closed when the test ends.
+func dialAccept(t *testing.T, ln, il net.Listener, n int) (clients, conns []net.Conn) {
+	t.Helper()
+	closed := []io.Closer{il} // by the watchdog
+	for range n {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), 10*time.Second)
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		clients = append(clients, c)
+		closed = append(closed, c)
+	}
+	watchdog(t, 10*time.Second, "Accept of a dialled connection", closed...)
+	for range n {
+		c, err := il.Accept()
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		conns = append(conns, c)
+	}
+	return clients, conns
+}
+
 // watchdog closes conns (or listeners), which unblocks whatever waits on
 // them, and fails the test saying what hung, if the test is still running
 // after d.
