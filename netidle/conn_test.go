@@ -336,10 +336,7 @@ func TestIdleConn_ReadAllocs(t *testing.T) {
 // plain Read; a goroutine keeps the socket full.
 func BenchmarkIdleConn_Read(b *testing.B) {
 	const idle = 30 * time.Second
-	h, err := timingwheel.New()
-	require.NoError(b, err)
-	h.Start()
-	defer h.Stop()
+	h := startedHierarchy(b)
 	for _, impl := range []string{"plain", "idleconn", "setreaddeadline"} {
 		b.Run("read="+impl, func(b *testing.B) {
 			server, client := tcpPair(b)
@@ -514,10 +511,7 @@ func (instantConn) Read(p []byte) (int, error) { return len(p), nil }
 // at once, against SetReadDeadline alone on a real TCP conn.
 func BenchmarkIdleConn_Rearm(b *testing.B) {
 	const idle = 30 * time.Second
-	h, err := timingwheel.New()
-	require.NoError(b, err)
-	h.Start()
-	defer h.Stop()
+	h := startedHierarchy(b)
 	b.Run("keep=idleconn", func(b *testing.B) {
 		conn := netidle.Conn(h, instantConn{}, idle) // never closed: it has no Close, and 30s do not pass
 		buf := make([]byte, 64)

@@ -27,7 +27,7 @@ import (
 // settle, called after that, raises a panic of f again here, and stops the
 // test here too if f ended its goroutine by t.FailNow (a require inside it)
 // or runtime.Goexit: f has reported why.
-func goWatched(t *testing.T, f func()) (done <-chan struct{}, settle func()) {
+func goWatched(t testing.TB, f func()) (done <-chan struct{}, settle func()) {
 	ch := make(chan struct{})
 	var p any
 	returned := false
@@ -52,7 +52,7 @@ func goWatched(t *testing.T, f func()) (done <-chan struct{}, settle func()) {
 // it holds only the test's own hierarchy). A panic of f is raised again
 // here. If f ends its goroutine by t.FailNow (a require inside it), the test
 // stops here too.
-func mustReturn(t *testing.T, d time.Duration, what string, f func()) {
+func mustReturn(t testing.TB, d time.Duration, what string, f func()) {
 	t.Helper()
 	done, settle := goWatched(t, f)
 	select {
@@ -64,7 +64,7 @@ func mustReturn(t *testing.T, d time.Duration, what string, f func()) {
 }
 
 // stopWithin is h.Stop under mustReturn: Stop waits for the driver.
-func stopWithin(t *testing.T, h *timingwheel.Hierarchy, what string) {
+func stopWithin(t testing.TB, h *timingwheel.Hierarchy, what string) {
 	t.Helper()
 	mustReturn(t, 10*time.Second, "Stop of the driver ("+what+")", h.Stop)
 }
@@ -142,7 +142,7 @@ func advanceBy(t *testing.T, h *timingwheel.Hierarchy, mock interface{ Add(time.
 
 // startedHierarchy returns a hierarchy on the real clock with its driver
 // running until the test ends.
-func startedHierarchy(t *testing.T) *timingwheel.Hierarchy {
+func startedHierarchy(t testing.TB) *timingwheel.Hierarchy {
 	t.Helper()
 	h, err := timingwheel.New()
 	require.NoError(t, err)
