@@ -204,8 +204,7 @@ func TestIdleConn_OtherMethods(t *testing.T) {
 
 func TestIdleListener(t *testing.T) {
 	h, mock := newMock(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	ln := listen(t)
 	il := netidle.Listener(h, ln, time.Second)
 	defer il.Close()
 	assert.Equal(t, ln.Addr(), il.Addr())
@@ -223,7 +222,7 @@ func TestIdleListener(t *testing.T) {
 	receive(t, conns[0], "x")
 	advanceBy(t, h, mock, 500*time.Millisecond, "a second after Accept") // the heartbeating conn's timer looks and is armed again
 	for _, c := range conns[1:] {
-		_, err = c.Read(make([]byte, 1))
+		_, err := c.Read(make([]byte, 1))
 		assertTimeout(t, err, "read")
 	}
 	assertOpen(t, conns[0])
@@ -231,16 +230,14 @@ func TestIdleListener(t *testing.T) {
 
 	// Accept's errors are the listener's.
 	require.NoError(t, il.Close())
-	_, err = il.Accept()
+	_, err := il.Accept()
 	assert.ErrorIs(t, err, net.ErrClosed)
 }
 
 func TestIdleConn_BadInput(t *testing.T) {
 	h, _ := newMock(t)
 	server, _ := tcpPair(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
+	ln := listen(t)
 	for _, idle := range []time.Duration{0, -time.Second} {
 		assert.PanicsWithValue(t, "netidle: Conn called with idle "+idle.String()+"; it must be positive",
 			func() { netidle.Conn(h, server, idle) })

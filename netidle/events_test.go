@@ -577,8 +577,7 @@ func TestIdleEvents_Concurrent(t *testing.T) {
 
 func TestIdleEvents_Listener(t *testing.T) {
 	h, mock := newMock(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	ln := listen(t)
 	reads, writes := newEvents(h), newEvents(h)
 	il := netidle.Listener(h, ln, time.Second, netidle.OnReadIdle(reads.f), netidle.OnWriteIdle(700*time.Millisecond, writes.f),
 		netidle.MaxLifetime(5*time.Second))
@@ -597,9 +596,7 @@ func TestIdleEvents_Listener(t *testing.T) {
 func TestIdleEvents_BadInput(t *testing.T) {
 	h, _ := newMock(t)
 	server, _ := tcpPair(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
+	ln := listen(t)
 	f := func(net.Conn) {}
 	for _, d := range []time.Duration{0, -time.Second} {
 		assert.PanicsWithValue(t, "netidle: OnWriteIdle called with "+d.String()+"; the duration must be positive",

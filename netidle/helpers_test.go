@@ -202,6 +202,15 @@ func watchedPair(t *testing.T, d time.Duration, what string) (server, client net
 	return server, client
 }
 
+// listen returns a TCP listener on 127.0.0.1, closed when the test ends.
+func listen(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
 // dialAccept dials n connections to ln and accepts them from il, ln
 // wrapped, under a watchdog that closes them all if an Accept hangs. Both
 // ends of each are closed when the test ends.

@@ -44,8 +44,7 @@ type httpIdleServer struct {
 func startHTTPIdleServer(t *testing.T, idle time.Duration) *httpIdleServer {
 	t.Helper()
 	h := startedHierarchy(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	ln := listen(t)
 	s := &httpIdleServer{h: h, url: "http://" + ln.Addr().String(), idleAt: map[net.Conn]time.Time{},
 		closed: make(chan time.Duration, 16)}
 	mux := http.NewServeMux()
@@ -168,9 +167,8 @@ func TestIdleHTTP_AllIdleRawServerStreamsToSilentClient(t *testing.T) {
 // idle close. It reports ok, or, if the stream was cut after the writer
 // itself stalled for idle or more, the longest gap between two writes.
 func allIdleStreamRound(t *testing.T, h *timingwheel.Hierarchy, idle time.Duration, lines int) (stalled time.Duration, ok bool) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
+	ln := listen(t)
+	defer ln.Close() // one listener a round
 	il := netidle.Listener(h, ln, idle, netidle.AllIdle())
 	type result struct {
 		err    error
