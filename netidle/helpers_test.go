@@ -265,9 +265,9 @@ func receive(t *testing.T, c net.Conn, want string) {
 	require.Equal(t, want, string(buf))
 }
 
-// assertReadsAllocFree sends conn's peer, client, more than runs Reads of 8
-// bytes take, and checks that those Reads allocate nothing and count as
-// data read: they move the idle deadline on.
+// assertReadsAllocFree has client, conn's peer, send more than runs Reads
+// of 8 bytes take, and checks that those Reads of conn allocate nothing and
+// count as data read: they move its idle deadline on.
 func assertReadsAllocFree(t *testing.T, conn idleConn, client net.Conn, runs int) {
 	t.Helper()
 	send(t, client, string(make([]byte, 2*8*(runs+1))))
