@@ -201,21 +201,33 @@ func BenchmarkHeap(b *testing.B) {
 	for _, im := range impls {
 		b.Run("impl="+im.name, func(b *testing.B) {
 			b.Run("live=1000000", func(b *testing.B) {
-				b.ReportAllocs()
-				var perTimer float64
-				for b.Loop() {
+				reportHeapPer(b, "B/timer", million, func(measure func(arm func())) {
 					s := im.new(b, million)
-					before := heapAlloc()
-					s.load()
-					after := heapAlloc()
+					measure(s.load)
 					s.close()
-					perTimer += (float64(after) - float64(before)) / million
-				}
-				b.ReportMetric(perTimer/float64(b.N), "B/timer")
-				settle()
+				})
 			})
 		})
 	}
+}
+
+// reportHeapPer reports unit: the heap bytes that each of count things
+// adds, averaged over the b.Loop rounds. Each round calls round, which sets
+// up what is not counted, calls measure once with what is (arm, between two
+// readings of heapAlloc), and then tears both down.
+func reportHeapPer(b *testing.B, unit string, count float64, round func(measure func(arm func()))) {
+	b.ReportAllocs()
+	var per float64
+	for b.Loop() {
+		round(func(arm func()) {
+			before := heapAlloc()
+			arm()
+			after := heapAlloc()
+			per += (float64(after) - float64(before)) / count
+		})
+	}
+	b.ReportMetric(per/float64(b.N), unit)
+	settle()
 }
 
 func heapAlloc() uint64 {

@@ -239,11 +239,7 @@ func BenchmarkSlowExpiry(b *testing.B) {
 	b.Run("impl=wheel", func(b *testing.B) {
 		b.Run("due=spread/"+name, func(b *testing.B) {
 			onRealClock(b, false, func() (func(time.Time, func()), func()) {
-				h, err := timingwheel.New()
-				if err != nil {
-					b.Fatal(err)
-				}
-				h.Start()
+				h := startedWheel(b)
 				return func(at time.Time, f func()) { h.AtFunc(at, f) }, h.Stop
 			})
 		})
