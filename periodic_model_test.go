@@ -82,34 +82,13 @@ const pmMaxSteps = 1000
 
 func newPModel(tb testing.TB, l layout, desc string, src source, progress *atomic.Int64) *pmodel {
 	mock := clock.NewMock()
-	// Start off the tick of every layout, as simulation_test.go does.
-	mock.Set(time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.UTC))
-	opts, slots := l.options(mock)
-	h, err := New(opts...)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	m := &pmodel{
+	mock.Set(simStart) // off the tick of every layout
+	h, widths := l.newHierarchy(tb, mock, src)
+	return &pmodel{
 		tb: tb, desc: desc, src: src, mock: mock, h: h,
 		ref: &sim{tick: int64(l.tick)}, tick: int64(l.tick),
-		stats: map[string]int{}, progress: progress,
+		stats: map[string]int{}, progress: progress, widths: widths,
 	}
-	if n := len(h.shards); n > 1 {
-		// Spread the timers over the shards, and let re-armed ones move,
-		// so that Advance merges shards.
-		h.knobs().pick = func() *shard { return h.shards[src.intn(int64(n))] }
-		h.knobs().moveAlways = true
-	}
-	w := int64(1)
-	for _, n := range slots {
-		m.widths = append(m.widths, w)
-		if w > math.MaxInt64/int64(n) {
-			break
-		}
-		w *= int64(n)
-	}
-	m.widths = append(m.widths, w)
-	return m
 }
 
 func (m *pmodel) fatalf(format string, args ...any) {
