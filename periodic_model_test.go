@@ -139,6 +139,19 @@ func (m *pmodel) pick() *pmTimer {
 
 // everyFrom records that pt was armed periodic with period p by a call
 // that read the clock at now.
+// resetEvery calls ResetEvery on pt with a random period, checks what it
+// returns against the model, and moves the model's pt to the new grid,
+// from the clock now; call names the call in a failure.
+func (m *pmodel) resetEvery(pt *pmTimer, call string) {
+	m.tb.Helper()
+	p := m.randPeriod()
+	now := m.elapsed()
+	if got := pt.t.ResetEvery(time.Duration(p)); got != pt.armed {
+		m.fatalf("%s = %v, model armed = %v", call, got, pt.armed)
+	}
+	pt.everyFrom(now, p)
+}
+
 func (pt *pmTimer) everyFrom(now, p int64) {
 	pt.armed, pt.period, pt.start, pt.k = true, p, now, 1
 	pt.when = clampNs(satAdd(now, p))
@@ -240,21 +253,11 @@ func (m *pmodel) body(pt *pmTimer) {
 		pt.oneShot(satAdd(now, d))
 		m.armedInCallback(pt)
 	case 3: // ResetEvery itself: a new grid from the clock now
-		p := m.randPeriod()
-		now := m.elapsed()
-		if got := pt.t.ResetEvery(time.Duration(p)); got != pt.armed {
-			m.fatalf("ResetEvery in own callback = %v, model armed = %v", got, pt.armed)
-		}
-		pt.everyFrom(now, p)
+		m.resetEvery(pt, "ResetEvery in own callback")
 		m.stats["reset-every-in-own-callback"]++
 	case 4: // ResetEvery another
 		if o := m.pick(); o != nil {
-			p := m.randPeriod()
-			now := m.elapsed()
-			if got := o.t.ResetEvery(time.Duration(p)); got != o.armed {
-				m.fatalf("ResetEvery of another in a callback = %v, model armed = %v", got, o.armed)
-			}
-			o.everyFrom(now, p)
+			m.resetEvery(o, "ResetEvery of another in a callback")
 		}
 	case 5: // ResetAt another, maybe for a tick reached
 		if o := m.pick(); o != nil {
@@ -377,12 +380,7 @@ func (m *pmodel) step() {
 		fallthrough
 	case op < 4: // ResetEvery from outside
 		if pt := m.pick(); pt != nil {
-			p := m.randPeriod()
-			now := m.elapsed()
-			if got := pt.t.ResetEvery(time.Duration(p)); got != pt.armed {
-				m.fatalf("ResetEvery = %v, model armed = %v", got, pt.armed)
-			}
-			pt.everyFrom(now, p)
+			m.resetEvery(pt, "ResetEvery")
 		}
 	case op < 5: // Stop from outside
 		if pt := m.pick(); pt != nil {
@@ -495,15 +493,10 @@ func TestPeriodicModel(t *testing.T) {
 // bytes and checks it against the naive ticker, like TestPeriodicModel.
 func FuzzPeriodicModel(f *testing.F) {
 	for i := range simLayouts {
-		seed := make([]byte, 1024)
-		r := rand.New(rand.NewPCG(uint64(i), 2))
-		for j := range seed {
-			seed[j] = byte(r.Uint32())
-		}
-		f.Add(uint8(i), seed)
+		f.Add(uint8(i), randomScript(1024, uint64(i), 2))
 	}
 	f.Fuzz(func(t *testing.T, layoutIndex uint8, script []byte) {
-		l := simLayouts[int(layoutIndex)%len(simLayouts)]
+		l := fuzzLayout(layoutIndex)
 		runPModel(t, l, fmt.Sprintf("layout=%s script of %d bytes", l.name, len(script)), &byteSource{b: script})
 	})
 }

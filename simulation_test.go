@@ -913,20 +913,29 @@ func TestWriteFuzzCorpus(t *testing.T) {
 	}
 }
 
+// randomScript returns n bytes from a PCG seeded with seed and stream: a
+// seed script for a fuzzer's corpus.
+func randomScript(n int, seed, stream uint64) []byte {
+	script := make([]byte, n)
+	r := rand.New(rand.NewPCG(seed, stream))
+	for j := range script {
+		script[j] = byte(r.Uint32())
+	}
+	return script
+}
+
+// fuzzLayout is the layout a fuzzer's layout byte picks.
+func fuzzLayout(i uint8) layout { return simLayouts[int(i)%len(simLayouts)] }
+
 // FuzzSimulation decodes an operation script (and its layout) from the
 // fuzzer's bytes and checks it against the model, like TestSimulation.
 func FuzzSimulation(f *testing.F) {
 	for i := range simLayouts {
 		f.Add(uint8(i), []byte{})
-		seed := make([]byte, 512)
-		r := rand.New(rand.NewPCG(uint64(i), 1))
-		for j := range seed {
-			seed[j] = byte(r.Uint32())
-		}
-		f.Add(uint8(i), seed)
+		f.Add(uint8(i), randomScript(512, uint64(i), 1))
 	}
 	f.Fuzz(func(t *testing.T, layoutIndex uint8, script []byte) {
-		l := simLayouts[int(layoutIndex)%len(simLayouts)]
+		l := fuzzLayout(layoutIndex)
 		desc := fmt.Sprintf("layout=%s script=%x", l.name, script)
 		s := newSim(t, l, desc, &byteSource{b: script})
 		s.watchedRun(t)
