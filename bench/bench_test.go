@@ -230,6 +230,33 @@ func reportHeapPer(b *testing.B, unit string, count float64, round func(measure 
 	settle()
 }
 
+// A countdown counts the callbacks of n timers and closes done when the
+// last has run.
+type countdown struct {
+	n     int64
+	fired atomic.Int64
+	done  chan struct{}
+}
+
+func newCountdown(n int64) *countdown { return &countdown{n: n, done: make(chan struct{})} }
+
+// fire is the timers' callback, or is called by it.
+func (c *countdown) fire() {
+	if c.fired.Add(1) == c.n {
+		close(c.done)
+	}
+}
+
+// wait waits until all n have fired, and fails b, saying how many did
+// (what: "timers fired"), if they have not within a minute.
+func (c *countdown) wait(b *testing.B, what string) {
+	select {
+	case <-c.done:
+	case <-time.After(time.Minute):
+		b.Fatalf("%d of %d %s within a minute", c.fired.Load(), c.n, what)
+	}
+}
+
 func heapAlloc() uint64 {
 	runtime.GC()
 	runtime.GC() // a second cycle frees what the first one's finalizers released
@@ -285,13 +312,8 @@ func BenchmarkExpiry(b *testing.B) {
 					var maxG atomic.Int64
 					for b.Loop() {
 						s := im.new(b, n)
-						var fired atomic.Int64
-						done := make(chan struct{})
-						f := func() {
-							if fired.Add(1) == n {
-								close(done)
-							}
-						}
+						all := newCountdown(n)
+						f := all.fire
 						settle()
 						stopSampling := sampleGoroutines(&maxG)
 						cpu0, t0 := cpuTime(), time.Now()
@@ -308,11 +330,7 @@ func BenchmarkExpiry(b *testing.B) {
 						if armed.After(first) {
 							b.Logf("arming took %v, longer than the %v lead: firing overlapped it", armed.Sub(t0), lead)
 						}
-						select {
-						case <-done:
-						case <-time.After(time.Minute):
-							b.Fatalf("%d of %d timers fired within a minute", fired.Load(), n)
-						}
+						all.wait(b, "timers fired")
 						cpu2, end := cpuTime(), time.Now()
 						stopSampling()
 						s.close()

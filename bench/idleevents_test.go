@@ -63,7 +63,6 @@ func BenchmarkHeapIdleEvents(b *testing.B) {
 	if set == nil {
 		return
 	}
-	defer set.close()
 	n := len(set.conns)
 	// One option for every conn, as IdleListener applies its options once.
 	onWriteIdle := netidle.OnWriteIdle(pingEvery, func(net.Conn) {})

@@ -198,13 +198,10 @@ func BenchmarkSlowExpiry(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			arm, teardown := setup()
-			var fired atomic.Int64
-			done := make(chan struct{})
+			all := newCountdown(n)
 			f := func() {
 				burn(iters)
-				if fired.Add(1) == n {
-					close(done)
-				}
+				all.fire()
 			}
 			settle()
 			stopSampling := sampleGoroutines(&maxG)
@@ -219,11 +216,7 @@ func BenchmarkSlowExpiry(b *testing.B) {
 			if armed.After(first) {
 				b.Logf("arming took longer than the %v lead: firing overlapped it", lead)
 			}
-			select {
-			case <-done:
-			case <-time.After(time.Minute):
-				b.Fatalf("%d of %d callbacks ran within a minute", fired.Load(), n)
-			}
+			all.wait(b, "callbacks ran")
 			cpu1, end := cpuTime(), time.Now()
 			stopSampling()
 			teardown()

@@ -146,7 +146,7 @@ func (s *tcpSet) close() {
 // the file-descriptor limit allows (else the smallest), for a benchmark
 // that measures one count; size names the count. When they cannot be
 // opened it runs size as a skipped sub-benchmark and returns a nil set. The
-// caller closes the set.
+// set is closed when b ends.
 func openLargestConns(b *testing.B) (set *tcpSet, size string) {
 	n := connCounts[len(connCounts)-1]
 	if fdsFor(n) > fdLimit() {
@@ -156,7 +156,9 @@ func openLargestConns(b *testing.B) (set *tcpSet, size string) {
 	set, why := openConns(b, n)
 	if set == nil {
 		b.Run(size, func(b *testing.B) { skipped(b, why) })
+		return nil, size
 	}
+	b.Cleanup(set.close)
 	return set, size
 }
 
@@ -333,7 +335,6 @@ func BenchmarkHeapPerConn(b *testing.B) {
 	if set == nil {
 		return
 	}
-	defer set.close()
 	n := len(set.conns)
 	for _, a := range connAPIs {
 		if a.api == "IdleConn" && idleConn == nil {
