@@ -718,9 +718,7 @@ func TestWithTimeout_ErrImpliesDone(t *testing.T) {
 // being waited for. (The example server once saw Done closed and Cause
 // nil: the end was recorded after the close.)
 func TestWithTimeout_DoneImpliesErr(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t)
 	defer h.Stop()
 	var wg sync.WaitGroup
 	var bad atomic.Int32
@@ -967,9 +965,7 @@ func TestWithDeadline_BadInput(t *testing.T) {
 // driver fires their deadlines each end once, with Canceled or
 // DeadlineExceeded, and never before the deadline.
 func TestWithTimeout_ConcurrentCancelAndExpiry(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t)
 	defer h.Stop()
 	const n = 200
 	var early atomic.Int32
@@ -1006,9 +1002,7 @@ func TestWithTimeout_ConcurrentCancelAndExpiry(t *testing.T) {
 // its deadline, not before, with the standard children it has.
 func TestWithTimeout_DriverInSynctestBubble(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h, err := New()
-		require.NoError(t, err)
-		h.Start()
+		h := newStarted(t)
 		defer h.Stop()
 		start := time.Now()
 		req, reqCancel := context.WithCancel(context.Background())

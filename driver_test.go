@@ -114,9 +114,7 @@ func TestDriver_MockMovedConcurrentlyDoesNotDeadlock(t *testing.T) {
 // every timer fires, none before its deadline, none twice.
 func TestDriver_MockMovedByAnotherGoroutine(t *testing.T) {
 	mock := clock.NewMock()
-	h, err := New(WithClock(mock))
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t, WithClock(mock))
 	defer stopWithin(t, h, "after timers on a mock moved by another goroutine")
 	quit := make(chan struct{})
 	defer close(quit) // the goroutine moving the mock ends with the test, also if it fails
@@ -185,9 +183,7 @@ func TestDriver_StartInBubbleOfNewOutside(t *testing.T) {
 func TestDriver_StopOfLastTimerStopsClockTimer(t *testing.T) {
 	mock := clock.NewMock()
 	clk := &injectingClock{Mock: mock, after: func(int64) {}}
-	h, err := New(WithClock(clk))
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t, WithClock(clk))
 	defer stopWithin(t, h, "after its last timer was stopped")
 	tm := h.AfterFunc(time.Second, func() { t.Error("stopped timer fired") })
 	time.Sleep(10 * time.Millisecond) // the driver goes to sleep until 1s
@@ -284,9 +280,7 @@ func TestDriver_RearmsAfterMockMovedBeforeArming(t *testing.T) {
 // its next wheel event (an hour away) comes.
 func TestDriver_FiresPastDeadlineArmedByCallback(t *testing.T) {
 	inBubble(t, "a driver whose callback arms a past deadline", func(t *testing.T) {
-		h, err := New(WithShards(1))
-		require.NoError(t, err)
-		h.Start()
+		h := newStarted(t, WithShards(1))
 		defer h.Stop()
 		h.AfterFunc(time.Hour, func() {})
 		start := time.Now()

@@ -201,9 +201,7 @@ func TestExecutor_ArmingAllocatesNothing(t *testing.T) {
 // runs must be for the loop's current arming: never before the deadline
 // the loop last set, never after the loop stopped the timer.
 func TestExecutor_LoopOwnsItsTimers(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t)
 	defer stopWithin(t, h, "the driver")
 	loop := make(chan func(), 1024)
 	exec := func(run func()) {

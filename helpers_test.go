@@ -169,6 +169,16 @@ func newMock(t testing.TB, opts ...Option) (*Hierarchy, *clock.Mock) {
 	return h, mock
 }
 
+// newStarted returns a hierarchy with opts and its driver started; the
+// caller stops it.
+func newStarted(t testing.TB, opts ...Option) *Hierarchy {
+	t.Helper()
+	h, err := New(opts...)
+	require.NoError(t, err)
+	h.Start()
+	return h
+}
+
 // newFake returns a hierarchy on a fresh fakeClock.
 func newFake(t testing.TB, opts ...Option) (*Hierarchy, *fakeClock) {
 	t.Helper()

@@ -408,9 +408,7 @@ func TestDeterministic_WithMock(t *testing.T) {
 
 func TestDeterministic_InSynctest(t *testing.T) {
 	inBubble(t, "four timers with the driver", func(t *testing.T) {
-		h, err := New(WithTick(10 * time.Millisecond)) // the real clock, fake time
-		require.NoError(t, err)
-		h.Start()
+		h := newStarted(t, WithTick(10*time.Millisecond)) // the real clock, fake time
 		defer h.Stop()
 		start := time.Now()
 		var mu sync.Mutex
@@ -446,9 +444,7 @@ func (c *countingClock) Now() time.Time                  { c.reads.Add(1); retur
 // when the test ends.
 func startCounting(t *testing.T, opts ...Option) (*Hierarchy, *countingClock) {
 	clk := &countingClock{Clock: clock.New()}
-	h, err := New(append([]Option{WithClock(clk)}, opts...)...)
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t, append([]Option{WithClock(clk)}, opts...)...)
 	t.Cleanup(h.Stop)
 	return h, clk
 }
@@ -480,9 +476,7 @@ func TestDriver_IdleMeansAsleep(t *testing.T) {
 
 func TestDriver_WakesForEarlierTimer(t *testing.T) {
 	inBubble(t, "a driver asleep for an hour, woken for an earlier timer", func(t *testing.T) {
-		h, err := New()
-		require.NoError(t, err)
-		h.Start()
+		h := newStarted(t)
 		defer h.Stop()
 		start := time.Now()
 		var mu sync.Mutex
@@ -699,9 +693,7 @@ func TestStress_RealClockDriver(t *testing.T) {
 	if testing.Short() {
 		run = 300 * time.Millisecond
 	}
-	h, err := New()
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t)
 	type counted struct {
 		t                *Timer
 		armings, endings atomic.Int64
@@ -777,9 +769,7 @@ func TestLatenessUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real time")
 	}
-	h, err := New()
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t)
 	defer stopWithin(t, h, "after the load")
 	stop := make(chan struct{})
 	var burners sync.WaitGroup

@@ -181,15 +181,24 @@ func TestNext_ManyPastDeadlines(t *testing.T) {
 	assert.Equal(t, n, advanceWithin(t, h, "firing many past deadlines"))
 }
 
+// newSortingBy4 returns a hierarchy of one shard on a fake clock that
+// sorts past deadlines in batches of 4, its clock an hour past the origin
+// and advanced there, nothing armed.
+func newSortingBy4(t *testing.T) (*Hierarchy, *fakeClock) {
+	t.Helper()
+	h, clk := newFake(t, WithShards(1))
+	h.knobs().batch = 4
+	clk.Add(time.Hour)
+	advanceWithin(t, h, "the next Advance")
+	return h, clk
+}
+
 // TestNext_WhileSortingPastDeadlines: while Advance sorts past
 // deadlines with the shard's lock released, the timers taken off to be
 // sorted still count for Next, also after a later past deadline is armed
 // meanwhile; and they fire in order.
 func TestNext_WhileSortingPastDeadlines(t *testing.T) {
-	h, clk := newFake(t, WithShards(1))
-	h.knobs().batch = 4
-	clk.Add(time.Hour)
-	advanceWithin(t, h, "the next Advance")
+	h, clk := newSortingBy4(t)
 	now := clk.Now()
 	var got []time.Duration
 	rec := func(d time.Duration) func() { return func() { got = append(got, d) } }
@@ -275,10 +284,7 @@ func TestLate_MergeIntoOverdueWhileStopping(t *testing.T) {
 // at the same tick as when it was taken off, and the sort must leave it
 // there. It fires once, on the next Advance.
 func TestLate_StopAndRearmSameTickWhileSorting(t *testing.T) {
-	h, clk := newFake(t, WithShards(1))
-	h.knobs().batch = 4
-	clk.Add(time.Hour)
-	advanceWithin(t, h, "the next Advance")
+	h, clk := newSortingBy4(t)
 	now := clk.Now()
 	fired := map[int]int{}
 	var timers []*Timer

@@ -275,9 +275,7 @@ func TestPeriodic_StatsCountEachRun(t *testing.T) {
 // land exactly on the grid rounded up to the tick.
 func TestPeriodic_DriverInSynctest(t *testing.T) {
 	inBubble(t, "a periodic timer with the driver", func(t *testing.T) {
-		h, err := New(WithTick(time.Millisecond))
-		require.NoError(t, err)
-		h.Start()
+		h := newStarted(t, WithTick(time.Millisecond))
 		defer h.Stop()
 		start := time.Now()
 		r := &runTimes{now: func() time.Duration { return time.Since(start) }}
@@ -297,9 +295,7 @@ func TestPeriodic_DriverInSynctest(t *testing.T) {
 // while they run: no run is early, and none starts after Stop returned
 // true.
 func TestPeriodic_RealDriverNeverEarly(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t)
 	defer stopWithin(t, h, "the driver")
 	const n, period = 8, 2 * time.Millisecond
 	type rec struct {
@@ -430,9 +426,7 @@ func TestPeriodic_EveryTickRunsOncePerTickWhenAdvanceIsLateWithinIt(t *testing.T
 // it on about half of them.
 func TestPeriodic_DriverHeldUpWithinTheTickLosesNoRun(t *testing.T) {
 	inBubble(t, "a periodic timer beside a slow callback", func(t *testing.T) {
-		h, err := New(WithTick(time.Millisecond))
-		require.NoError(t, err)
-		h.Start()
+		h := newStarted(t, WithTick(time.Millisecond))
 		defer h.Stop()
 		start := time.Now()
 		// Every 2ms, a callback that takes 1.3ms: the Advance after it

@@ -170,9 +170,7 @@ func TestAdvance_ConcurrentCallsWaitForEachOther(t *testing.T) {
 // TestStop_FromACallbackOfTheDriverWaitsForIt: Stop waits for the driver,
 // which waits for its callback.
 func TestStop_FromACallbackOfTheDriverWaitsForIt(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t)
 	got := make(chan (<-chan struct{}), 1)
 	h.AfterFunc(time.Millisecond, func() {
 		got <- assertWaitsForCallback(t, "h.Stop", h.Stop)
@@ -246,9 +244,7 @@ func TestStop_FromAnotherHierarchysDriverCallbackWaits(t *testing.T) {
 
 // TestStart_FromItsOwnCallbackIsANoOp: the driver runs already.
 func TestStart_FromItsOwnCallbackIsANoOp(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t)
 	defer stopWithin(t, h, "the driver")
 	done := make(chan struct{})
 	h.AfterFunc(time.Millisecond, func() {
