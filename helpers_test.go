@@ -169,6 +169,14 @@ func newMock(t testing.TB, opts ...Option) (*Hierarchy, *clock.Mock) {
 	return h, mock
 }
 
+// goRandom starts n goroutines on wg; the g-th runs body with a
+// rand.Rand of its own, seeded with g and stream.
+func goRandom(wg *sync.WaitGroup, n int, stream uint64, body func(g int, r *rand.Rand)) {
+	for g := range n {
+		wg.Go(func() { body(g, rand.New(rand.NewPCG(uint64(g), stream))) })
+	}
+}
+
 // newStarted returns a hierarchy with opts and its driver started; the
 // caller stops it.
 func newStarted(t testing.TB, opts ...Option) *Hierarchy {

@@ -449,6 +449,16 @@ func startCounting(t *testing.T, opts ...Option) (*Hierarchy, *countingClock) {
 	return h, clk
 }
 
+// assertAsleep, in a synctest bubble, lets d of fake time pass and asserts
+// that the driver did not read clk meanwhile: it did not wake.
+func assertAsleep(t *testing.T, clk *countingClock, d time.Duration) {
+	t.Helper()
+	before := clk.reads.Load()
+	time.Sleep(d)
+	synctest.Wait()
+	assert.Equal(t, before, clk.reads.Load(), "the driver woke with nothing armed")
+}
+
 func TestDriver_IdleMeansAsleep(t *testing.T) {
 	inBubble(t, "a driver idle, then with one timer a minute away", func(t *testing.T) {
 		h, clk := startCounting(t)
@@ -647,26 +657,23 @@ func TestConcurrentChurn(t *testing.T) {
 	}
 	stopAdvancing := advanceContinuously(t, h, clk)
 	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(uint64(w), 9))
-			for range ops {
-				c := all[r.IntN(timers)]
-				switch r.IntN(4) {
-				case 0:
-					if c.t.Stop() {
-						c.endings.Add(1)
-					}
-				default:
-					c.armings.Add(1)
-					d := time.Duration(r.Int64N(int64(600 * time.Millisecond)))
-					if c.t.Reset(d) {
-						c.endings.Add(1)
-					}
+	goRandom(&wg, workers, 9, func(_ int, r *rand.Rand) {
+		for range ops {
+			c := all[r.IntN(timers)]
+			switch r.IntN(4) {
+			case 0:
+				if c.t.Stop() {
+					c.endings.Add(1)
+				}
+			default:
+				c.armings.Add(1)
+				d := time.Duration(r.Int64N(int64(600 * time.Millisecond)))
+				if c.t.Reset(d) {
+					c.endings.Add(1)
 				}
 			}
-		})
-	}
+		}
+	})
 	waitWithin(t, 30*time.Second, &wg, "the workers arming, stopping and resetting timers")
 	stopAdvancing()
 	for _, c := range all {
@@ -703,46 +710,43 @@ func TestStress_RealClockDriver(t *testing.T) {
 	deadline := time.Now().Add(run)
 	var wg sync.WaitGroup
 	var early atomic.Int64
-	for w := range workers {
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(uint64(w), 77))
-			var mine []*counted
-			for time.Now().Before(deadline) {
-				switch op := r.IntN(10); {
-				case op < 3 || len(mine) == 0:
-					c := &counted{}
-					c.armings.Store(1)
-					at := time.Now().Add(time.Duration(1+r.IntN(50)) * time.Millisecond)
-					c.t = h.AtFunc(at, func() {
-						// Only the first arming's deadline is known here;
-						// a Reset (counted before it is made) moves it.
-						if now := time.Now(); c.armings.Load() == 1 && now.Before(at) {
-							early.Add(1)
-						}
-						c.endings.Add(1)
-					})
-					mine = append(mine, c)
-					all.Store(c, struct{}{})
-				case op < 5:
-					if c := mine[r.IntN(len(mine))]; c.t.Stop() {
-						c.endings.Add(1)
+	goRandom(&wg, workers, 77, func(_ int, r *rand.Rand) {
+		var mine []*counted
+		for time.Now().Before(deadline) {
+			switch op := r.IntN(10); {
+			case op < 3 || len(mine) == 0:
+				c := &counted{}
+				c.armings.Store(1)
+				at := time.Now().Add(time.Duration(1+r.IntN(50)) * time.Millisecond)
+				c.t = h.AtFunc(at, func() {
+					// Only the first arming's deadline is known here;
+					// a Reset (counted before it is made) moves it.
+					if now := time.Now(); c.armings.Load() == 1 && now.Before(at) {
+						early.Add(1)
 					}
-				default:
-					c := mine[r.IntN(len(mine))]
-					c.armings.Add(1)
-					if c.t.Reset(time.Duration(1+r.IntN(50)) * time.Millisecond) {
-						c.endings.Add(1)
-					}
+					c.endings.Add(1)
+				})
+				mine = append(mine, c)
+				all.Store(c, struct{}{})
+			case op < 5:
+				if c := mine[r.IntN(len(mine))]; c.t.Stop() {
+					c.endings.Add(1)
 				}
-				if len(mine) > 500 {
-					mine = mine[250:]
-				}
-				if r.IntN(64) == 0 {
-					time.Sleep(time.Millisecond)
+			default:
+				c := mine[r.IntN(len(mine))]
+				c.armings.Add(1)
+				if c.t.Reset(time.Duration(1+r.IntN(50)) * time.Millisecond) {
+					c.endings.Add(1)
 				}
 			}
-		})
-	}
+			if len(mine) > 500 {
+				mine = mine[250:]
+			}
+			if r.IntN(64) == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	})
 	waitWithin(t, run+30*time.Second, &wg, "the workers arming, stopping and re-arming timers")
 	time.Sleep(60 * time.Millisecond) // let the last timers fire
 	stopWithin(t, h, "after the stress")
@@ -901,10 +905,7 @@ func TestDriver_StopOfLastTimerMeansAsleep(t *testing.T) {
 		tm := h.AfterFunc(time.Hour, func() {})
 		synctest.Wait()
 		require.True(t, tm.Stop())
-		before := clk.reads.Load()
-		time.Sleep(2 * time.Hour)
-		synctest.Wait()
-		assert.Equal(t, before, clk.reads.Load(), "the driver woke with nothing armed")
+		assertAsleep(t, clk, 2*time.Hour)
 	})
 }
 

@@ -54,27 +54,24 @@ func TestLate_BurstSortedInBatches(t *testing.T) {
 		start.Store(true)
 		runtime.Gosched()
 	}
-	for g := range 2 {
-		wg.Go(func() {
-			rnd := rand.New(rand.NewPCG(uint64(g), 6))
-			for !start.Load() {
-				runtime.Gosched()
-			}
-			for i := g; i < n; i += 5 {
-				x := recs[i]
-				if rnd.IntN(2) == 0 {
-					if x.t.Stop() {
-						x.cancels.Add(1)
-					}
-				} else {
-					if x.t.Reset(time.Duration(rnd.IntN(3)) * time.Hour) {
-						x.cancels.Add(1)
-					}
-					x.armings.Add(1)
+	goRandom(&wg, 2, 6, func(g int, rnd *rand.Rand) {
+		for !start.Load() {
+			runtime.Gosched()
+		}
+		for i := g; i < n; i += 5 {
+			x := recs[i]
+			if rnd.IntN(2) == 0 {
+				if x.t.Stop() {
+					x.cancels.Add(1)
 				}
+			} else {
+				if x.t.Reset(time.Duration(rnd.IntN(3)) * time.Hour) {
+					x.cancels.Add(1)
+				}
+				x.armings.Add(1)
 			}
-		})
-	}
+		}
+	})
 	mustReturn(t, 30*time.Second, "Advance (a sort of 20,000 past deadlines in batches, with goroutines stopping and re-arming them)", func() { h.Advance() })
 	start.Store(true)
 	waitWithin(t, 30*time.Second, &wg, "the goroutines stopping and re-arming timers during the sort")
