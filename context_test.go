@@ -1188,8 +1188,7 @@ func raceRounds(t *testing.T, n int, what string, round func(i int, start <-chan
 // that for the deadline having passed. Both with Done called and not, so
 // both ways of ending (with and without the context's lock) race.
 func TestWithTimeout_ConcurrentCancelsReportCanceled(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
+	h := mustNew(t)
 	parent, cancelParent := context.WithCancel(context.Background())
 	defer cancelParent()
 	var wrong atomic.Int32
@@ -1221,8 +1220,7 @@ func TestWithTimeout_ConcurrentCancelsReportCanceled(t *testing.T) {
 // stays registered with the parent: with no parent to register with, a
 // standard one, one of this package, and a custom one with AfterFunc.
 func TestWithTimeout_DoneRacingCancelIsClosed(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
+	h := mustNew(t)
 	std, cancelStd := context.WithCancel(context.Background())
 	defer cancelStd()
 	ours, cancelOurs := h.WithTimeout(context.Background(), time.Hour)
@@ -1274,8 +1272,7 @@ func TestWithTimeout_DoneRacingCancelIsClosed(t *testing.T) {
 // another goroutine cancels runs exactly once, and its stop reports
 // whether it prevented that.
 func TestWithTimeout_AfterFuncRacingCancelRunsOnce(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
+	h := mustNew(t)
 	const n = 3000
 	var runs [n]atomic.Int32
 	var stopped [n]bool
@@ -1315,8 +1312,7 @@ func TestWithTimeout_AfterFuncRacingCancelRunsOnce(t *testing.T) {
 // have ended it before the deadline fired).
 func TestWithTimeout_FiringRacingCancelAndParent(t *testing.T) {
 	mock := clock.NewMock()
-	h, err := New(WithClock(mock), WithTick(time.Millisecond))
-	require.NoError(t, err)
+	h := mustNew(t, WithClock(mock), WithTick(time.Millisecond))
 	var wrong atomic.Int32
 	var mu sync.Mutex
 	var errs []string
@@ -1407,8 +1403,7 @@ func TestWithTimeout_FiringRacingCancelAndParent(t *testing.T) {
 // finds the context ended by the parent's goroutine, mid-way. Under one
 // parent a context registers on its own, under another it shares a watch.
 func TestWithTimeout_CancelRacingParentEndLeavesNoTimer(t *testing.T) {
-	h, err := New(WithShards(1))
-	require.NoError(t, err)
+	h := mustNew(t, WithShards(1))
 	var armed, watched, wrong atomic.Int32
 	raceRounds(t, 3000, "a cancel racing its parent's end", func(i int, start <-chan struct{}, wg *sync.WaitGroup) {
 		parent, pcancel := context.WithCancel(context.Background())

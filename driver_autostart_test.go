@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // A hierarchy on the default clock is never left undriven: its first armed
@@ -49,8 +48,7 @@ func TestDriver_StartsOnFirstArming(t *testing.T) {
 	for _, a := range armings {
 		t.Run(a.name, func(t *testing.T) {
 			inBubble(t, "a timer armed with no Start", func(t *testing.T) {
-				h, err := New()
-				require.NoError(t, err)
+				h := mustNew(t)
 				var fired atomic.Int32
 				a.arm(h, time.Second, func() { fired.Add(1) })
 				time.Sleep(time.Second)
@@ -67,8 +65,7 @@ func TestDriver_StartsOnFirstArming(t *testing.T) {
 // with its own Advance loop keeps every callback on its goroutine.
 func TestDriver_NotStartedWhenTheCallerAdvancedFirst(t *testing.T) {
 	inBubble(t, "an Advance loop", func(t *testing.T) {
-		h, err := New()
-		require.NoError(t, err)
+		h := mustNew(t)
 		assert.Equal(t, 0, h.Advance())
 		inCaller := false
 		h.AfterFunc(time.Second, func() { inCaller = true }) // a race with a driver, if one ran
@@ -84,8 +81,7 @@ func TestDriver_NotStartedWhenTheCallerAdvancedFirst(t *testing.T) {
 // TestDriver_NotStartedAfterStop: Stop means no driver until Start.
 func TestDriver_NotStartedAfterStop(t *testing.T) {
 	inBubble(t, "a hierarchy stopped before it armed", func(t *testing.T) {
-		h, err := New()
-		require.NoError(t, err)
+		h := mustNew(t)
 		h.Stop()
 		var fired atomic.Int32
 		h.AfterFunc(time.Second, func() { fired.Add(1) })
@@ -126,8 +122,7 @@ func TestDriver_NotStartedByArmingWithAGivenClock(t *testing.T) {
 func TestDriver_FirstArmingsRacingStartOneDriver(t *testing.T) {
 	for range 20 {
 		inBubble(t, "first armings racing Start", func(t *testing.T) {
-			h, err := New()
-			require.NoError(t, err)
+			h := mustNew(t)
 			var fired sync.WaitGroup
 			var arms sync.WaitGroup
 			for i := range 8 {
@@ -151,8 +146,7 @@ func TestDriver_FirstArmingsRacingStartOneDriver(t *testing.T) {
 func TestDriver_FirstArmingRacingAdvance(t *testing.T) {
 	for range 20 {
 		inBubble(t, "a first arming racing Advance", func(t *testing.T) {
-			h, err := New()
-			require.NoError(t, err)
+			h := mustNew(t)
 			var fired atomic.Int32
 			var wg sync.WaitGroup
 			wg.Go(func() { h.AfterFunc(time.Millisecond, func() { fired.Add(1) }) })

@@ -44,8 +44,7 @@ func TestDriver_MockMovedOntoDeadlineBetweenReadAndArm(t *testing.T) {
 		mock := clock.NewMock()
 		var injected atomic.Bool
 		clk := &injectingClock{Mock: mock, after: func(int64) {}}
-		h, err := New(WithClock(clk))
-		require.NoError(t, err)
+		h := mustNew(t, WithClock(clk))
 		fired := make(chan struct{})
 		h.AfterFunc(10*time.Millisecond, func() { close(fired) })
 		mock.Add(9500 * time.Microsecond)
@@ -83,8 +82,7 @@ func TestDriver_MockMovedConcurrentlyDoesNotDeadlock(t *testing.T) {
 			moves.Go(func() { mock.Add(5 * time.Millisecond) })
 		}
 	}
-	h, err := New(WithClock(clk))
-	require.NoError(t, err)
+	h := mustNew(t, WithClock(clk))
 	var fired atomic.Int64
 	for i := range 50 {
 		h.AfterFunc(time.Duration(i+1)*time.Millisecond, func() { fired.Add(1) })
@@ -163,8 +161,7 @@ func TestDriver_MockMovedByAnotherGoroutine(t *testing.T) {
 // the driver waited on channels made outside, so the bubble never saw it
 // durably blocked and hung.
 func TestDriver_StartInBubbleOfNewOutside(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
+	h := mustNew(t)
 	inBubble(t, "the driver of a hierarchy made outside the bubble", func(t *testing.T) {
 		h.Start()
 		defer h.Stop()
@@ -215,8 +212,7 @@ func TestDriver_LastTimerStoppedWhileAwake(t *testing.T) {
 // sleep alone: the other timer fires on time.
 func TestDriver_StopEmptyingOneShardKeepsItForTheOthers(t *testing.T) {
 	inBubble(t, "a driver with timers in two shards, one emptied by a Stop", func(t *testing.T) {
-		h, err := New(WithShards(2))
-		require.NoError(t, err)
+		h := mustNew(t, WithShards(2))
 		roundRobin(h)
 		h.Start()
 		defer h.Stop()
@@ -242,8 +238,7 @@ func TestDriver_StopEmptyingOneShardKeepsItForTheOthers(t *testing.T) {
 func TestDriver_RearmsAfterMockMovedBeforeArming(t *testing.T) {
 	mock := clock.NewMock()
 	clk := &injectingClock{Mock: mock, after: func(int64) {}}
-	h, err := New(WithClock(clk), WithShards(1))
-	require.NoError(t, err)
+	h := mustNew(t, WithClock(clk), WithShards(1))
 	fired := make(chan struct{})
 	h.AfterFunc(10*time.Millisecond, func() { close(fired) })
 	var moved atomic.Bool
@@ -306,8 +301,7 @@ func TestDriver_ArmingAsItGoesToSleep(t *testing.T) {
 		iterations = 2000
 	}
 	inBubble(t, "a driver racing armings as it goes to sleep", func(t *testing.T) {
-		h, err := New(WithShards(32), WithLevels(8, 8, 8, 8, 8))
-		require.NoError(t, err)
+		h := mustNew(t, WithShards(32), WithLevels(8, 8, 8, 8, 8))
 		first := h.shards[0]
 		h.knobs().pick = func() *shard { return first }
 		h.Start()
@@ -337,8 +331,7 @@ func TestDriver_SeesDeadlineReachedOnLastRearm(t *testing.T) {
 	mock := clock.NewMock()
 	start := mock.Now()
 	clk := &injectingClock{Mock: mock, after: func(int64) {}}
-	h, err := New(WithClock(clk), WithShards(1))
-	require.NoError(t, err)
+	h := mustNew(t, WithClock(clk), WithShards(1))
 	fired := make(chan time.Duration, 1)
 	h.AfterFunc(10*time.Millisecond, func() { fired <- mock.Now().Sub(start) })
 	clk.reads.Store(0)

@@ -164,8 +164,7 @@ func (c *fakeClock) Set(t time.Time) {
 func newMock(t testing.TB, opts ...Option) (*Hierarchy, *clock.Mock) {
 	t.Helper()
 	mock := clock.NewMock()
-	h, err := New(append([]Option{WithClock(mock)}, opts...)...)
-	require.NoError(t, err)
+	h := mustNew(t, append([]Option{WithClock(mock)}, opts...)...)
 	return h, mock
 }
 
@@ -177,12 +176,19 @@ func goRandom(wg *sync.WaitGroup, n int, stream uint64, body func(g int, r *rand
 	}
 }
 
+// mustNew is New(opts...), failing the test on an error.
+func mustNew(t testing.TB, opts ...Option) *Hierarchy {
+	t.Helper()
+	h, err := New(opts...)
+	require.NoError(t, err)
+	return h
+}
+
 // newStarted returns a hierarchy with opts and its driver started; the
 // caller stops it.
 func newStarted(t testing.TB, opts ...Option) *Hierarchy {
 	t.Helper()
-	h, err := New(opts...)
-	require.NoError(t, err)
+	h := mustNew(t, opts...)
 	h.Start()
 	return h
 }
@@ -191,8 +197,7 @@ func newStarted(t testing.TB, opts ...Option) *Hierarchy {
 func newFake(t testing.TB, opts ...Option) (*Hierarchy, *fakeClock) {
 	t.Helper()
 	clk := newFakeClock()
-	h, err := New(append([]Option{WithClock(clk)}, opts...)...)
-	require.NoError(t, err)
+	h := mustNew(t, append([]Option{WithClock(clk)}, opts...)...)
 	return h, clk
 }
 

@@ -505,8 +505,7 @@ func TestDriver_WakesForEarlierTimer(t *testing.T) {
 
 func TestDriver_StartStopRestart(t *testing.T) {
 	inBubble(t, "a driver started, stopped and restarted", func(t *testing.T) {
-		h, err := New()
-		require.NoError(t, err)
+		h := mustNew(t)
 		var n atomic.Int32
 		h.AfterFunc(time.Second, func() { n.Add(1) })
 		h.Start()
@@ -886,8 +885,7 @@ func TestPrecision_DeadlinePastEndOfTimeNeverFires(t *testing.T) {
 			mustCheck(t, h)
 
 			clk := &countingClock{Clock: mock}
-			h2, err := New(WithClock(clk), WithTick(tick))
-			require.NoError(t, err)
+			h2 := mustNew(t, WithClock(clk), WithTick(tick))
 			mustReturn(t, 5*time.Second, "AfterFunc of the largest Duration", func() { h2.AfterFunc(math.MaxInt64, func() {}) })
 			mock.Add(math.MaxInt64) // the clock saturates
 			h2.Start()

@@ -34,8 +34,7 @@ type gatedClock struct {
 
 func newGated(t *testing.T, opts ...Option) (*Hierarchy, *gatedClock) {
 	clk := &gatedClock{fakeClock: newFakeClock()}
-	h, err := New(append([]Option{WithClock(clk)}, opts...)...)
-	require.NoError(t, err)
+	h := mustNew(t, append([]Option{WithClock(clk)}, opts...)...)
 	return h, clk
 }
 

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // Callbacks may call back (docs/guarantees.md), but a callback must not call
@@ -221,10 +220,8 @@ func TestStop_FromACallbackWithoutTheDriverReturns(t *testing.T) {
 // TestStop_FromAnotherHierarchysDriverCallbackWaits: the driver of h2
 // stopping h from a callback stops h's driver as any goroutine does.
 func TestStop_FromAnotherHierarchysDriverCallbackWaits(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
-	h2, err := New()
-	require.NoError(t, err)
+	h := mustNew(t)
+	h2 := mustNew(t)
 	h.Start()
 	h2.Start()
 	defer stopWithin(t, h2, "h2's driver")

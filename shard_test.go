@@ -487,8 +487,7 @@ func TestStats(t *testing.T) {
 // TestShards_Default: one shard per GOMAXPROCS unless told otherwise, and
 // bad counts are config errors.
 func TestShards_Default(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
+	h := mustNew(t)
 	assert.Len(t, h.shards, runtime.GOMAXPROCS(0))
 	for _, n := range []int{-1, MaxShards + 1} {
 		_, err := New(WithShards(n))
@@ -501,8 +500,7 @@ func TestShards_Default(t *testing.T) {
 // drops them (for good at the second), and the processors are dealt shards
 // afresh.
 func TestShards_DealtRoundRobinAndAgainAfterCollection(t *testing.T) {
-	h, err := New(WithShards(3))
-	require.NoError(t, err)
+	h := mustNew(t, WithShards(3))
 	var dealt []int
 	for range 6 {
 		dealt = append(dealt, h.hints.New().(*shard).idx)
@@ -526,8 +524,7 @@ func TestShards_DealtRoundRobinAndAgainAfterCollection(t *testing.T) {
 
 // The hints hold no reference that keeps a dropped hierarchy alive.
 func TestShards_DealingKeepsNoHierarchyAlive(t *testing.T) {
-	h, err := New(WithShards(2))
-	require.NoError(t, err)
+	h := mustNew(t, WithShards(2))
 	freed := weak.Make(h)
 	h = nil
 	assert.True(t, waitFreed(freed), "a dropped hierarchy is kept alive by its deals")
@@ -638,8 +635,7 @@ func TestStats_LatenessOfAncientDeadline(t *testing.T) {
 func TestShards_LenIsOneInstant(t *testing.T) {
 	for _, method := range []string{"Len", "Stats"} {
 		t.Run(method, func(t *testing.T) {
-			h, err := New(WithShards(2))
-			require.NoError(t, err)
+			h := mustNew(t, WithShards(2))
 			s0, s1 := h.shards[0], h.shards[1]
 			h.knobs().pick = func() *shard { return s0 }
 			x := h.AfterFunc(time.Hour, func() {})
@@ -819,8 +815,7 @@ func TestShards_NewTimerAvoidsHeldShard(t *testing.T) {
 
 // TestShards_MaxShardsAccepted: WithShards accepts every count up to MaxShards.
 func TestShards_MaxShardsAccepted(t *testing.T) {
-	h, err := New(WithShards(MaxShards), WithLevels(2))
-	require.NoError(t, err)
+	h := mustNew(t, WithShards(MaxShards), WithLevels(2))
 	assert.Len(t, h.shards, MaxShards)
 }
 

@@ -351,8 +351,7 @@ func TestTimeouts_HeapPerKey(t *testing.T) {
 	if v := os.Getenv("TIMINGWHEEL_HEAP_KEYS"); v != "" {
 		n, _ = strconv.Atoi(v)
 	}
-	h, err := New()
-	require.NoError(t, err)
+	h := mustNew(t)
 	before := heapAlloc()
 	set := NewTimeouts(h, func(int) {})
 	for k := range n {
