@@ -116,27 +116,34 @@ func TestDriver_NotStartedByArmingWithAGivenClock(t *testing.T) {
 	assert.True(t, fired)
 }
 
+// in20Bubbles runs f on a new hierarchy (default options: the bubble's
+// clock) in each of 20 synctest bubbles, so that a race the scheduler
+// decides is run 20 times.
+func in20Bubbles(t *testing.T, what string, f func(t *testing.T, h *Hierarchy)) {
+	t.Helper()
+	for range 20 {
+		inBubble(t, what, func(t *testing.T) { f(t, mustNew(t)) })
+	}
+}
+
 // TestDriver_FirstArmingsRacingStartOneDriver: many goroutines arming the
 // first timers of a hierarchy at once, and Start beside them: one driver,
 // which fires every timer, and one Stop ends it.
 func TestDriver_FirstArmingsRacingStartOneDriver(t *testing.T) {
-	for range 20 {
-		inBubble(t, "first armings racing Start", func(t *testing.T) {
-			h := mustNew(t)
-			var fired sync.WaitGroup
-			var arms sync.WaitGroup
-			for i := range 8 {
-				fired.Add(1)
-				arms.Go(func() { h.AfterFunc(time.Duration(i)*time.Millisecond, fired.Done) })
-			}
-			arms.Go(h.Start)
-			arms.Wait()
-			time.Sleep(10 * time.Millisecond)
-			fired.Wait()
-			h.Stop() // the bubble fails if a second driver were left
-			assert.Equal(t, int64(notRunning), h.driver.sleepUntil.Load())
-		})
-	}
+	in20Bubbles(t, "first armings racing Start", func(t *testing.T, h *Hierarchy) {
+		var fired sync.WaitGroup
+		var arms sync.WaitGroup
+		for i := range 8 {
+			fired.Add(1)
+			arms.Go(func() { h.AfterFunc(time.Duration(i)*time.Millisecond, fired.Done) })
+		}
+		arms.Go(h.Start)
+		arms.Wait()
+		time.Sleep(10 * time.Millisecond)
+		fired.Wait()
+		h.Stop() // the bubble fails if a second driver were left
+		assert.Equal(t, int64(notRunning), h.driver.sleepUntil.Load())
+	})
 }
 
 // TestDriver_FirstArmingRacingAdvance: an arming racing the caller's first
@@ -144,19 +151,16 @@ func TestDriver_FirstArmingsRacingStartOneDriver(t *testing.T) {
 // way the timer fires (by the driver, or by the caller's next Advance) and
 // at most one driver runs.
 func TestDriver_FirstArmingRacingAdvance(t *testing.T) {
-	for range 20 {
-		inBubble(t, "a first arming racing Advance", func(t *testing.T) {
-			h := mustNew(t)
-			var fired atomic.Int32
-			var wg sync.WaitGroup
-			wg.Go(func() { h.AfterFunc(time.Millisecond, func() { fired.Add(1) }) })
-			wg.Go(func() { h.Advance() })
-			wg.Wait()
-			time.Sleep(time.Millisecond)
-			synctest.Wait()
-			h.Advance()
-			assert.Equal(t, int32(1), fired.Load())
-			h.Stop()
-		})
-	}
+	in20Bubbles(t, "a first arming racing Advance", func(t *testing.T, h *Hierarchy) {
+		var fired atomic.Int32
+		var wg sync.WaitGroup
+		wg.Go(func() { h.AfterFunc(time.Millisecond, func() { fired.Add(1) }) })
+		wg.Go(func() { h.Advance() })
+		wg.Wait()
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		h.Advance()
+		assert.Equal(t, int32(1), fired.Load())
+		h.Stop()
+	})
 }

@@ -131,6 +131,13 @@ func advanceWithin(t *testing.T, h *Hierarchy, what string) int {
 	return n
 }
 
+// advanceTo sets clk to at and advances h, under mustReturn.
+func advanceTo(t *testing.T, h *Hierarchy, clk interface{ Set(time.Time) }, at time.Time, what string) int {
+	t.Helper()
+	clk.Set(at)
+	return advanceWithin(t, h, what)
+}
+
 // fakeClock is a manual clock safe for concurrent use. Unlike clock.Mock,
 // moving it does not sleep, so tests can take millions of steps.
 type fakeClock struct {

@@ -84,8 +84,7 @@ func TestPrecision_DoesNotDependOnDistance(t *testing.T) {
 			// nothing may fire; at the deadline it must.
 			for _, at := range []time.Duration{d / 3, d / 2, d - time.Second, d - 1} {
 				if at > 0 {
-					clk.Set(origin.Add(at))
-					advanceWithin(t, h, "a jump towards the deadline")
+					advanceTo(t, h, clk, origin.Add(at), "a jump towards the deadline")
 					require.Equal(t, 0, fired, "fired early, at +%v", at)
 					mustCheck(t, h)
 				}
@@ -298,8 +297,7 @@ func TestClock_BackwardStepsAndForwardJumps(t *testing.T) {
 	h.AtFunc(origin.Add(time.Second), r.fn("1s"))
 	h.AtFunc(origin.Add(time.Hour), r.fn("1h"))
 
-	clk.Set(origin.Add(500 * time.Millisecond))
-	advanceWithin(t, h, "half a second")
+	advanceTo(t, h, clk, origin.Add(500*time.Millisecond), "half a second")
 	clk.Set(origin.Add(-time.Hour)) // backwards, before the origin
 	assert.Equal(t, 0, advanceWithin(t, h, "the clock gone backwards"))
 	h.AfterFunc(time.Second, r.fn("armed-while-back")) // due at origin-59m59s
@@ -614,8 +612,7 @@ func TestLevelBoundaries(t *testing.T) {
 				require.Less(t, steps, 10*len(dues), "hung: the walk by Next does not end: %d timers armed after %d steps", h.Len(), steps)
 				next, ok := h.Next()
 				require.True(t, ok)
-				clk.Set(next)
-				advanceWithin(t, h, "a step of the walk by Next")
+				advanceTo(t, h, clk, next, "a step of the walk by Next")
 				mustCheck(t, h)
 			}
 			for _, d := range dues {

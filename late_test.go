@@ -241,8 +241,7 @@ func TestLate_MergeIntoOverdueWhileStopping(t *testing.T) {
 	h, clk := newFake(t, WithShards(1))
 	h.knobs().batch = 4
 	origin := h.origin
-	clk.Set(origin.Add(time.Hour))
-	advanceWithin(t, h, "the next Advance")
+	advanceTo(t, h, clk, origin.Add(time.Hour), "the next Advance")
 	var got []time.Duration
 	rec := func(d time.Duration) func() { return func() { got = append(got, d) } }
 	var overdue []*Timer
@@ -262,8 +261,7 @@ func TestLate_MergeIntoOverdueWhileStopping(t *testing.T) {
 	assert.Equal(t, 0, advanceWithin(t, h, "a merge of past deadlines into the overdue list"))
 	h.knobs().betweenBatches = nil
 	mustCheck(t, h)
-	clk.Set(origin.Add(2 * time.Hour))
-	advanceWithin(t, h, "firing the merged overdue list")
+	advanceTo(t, h, clk, origin.Add(2*time.Hour), "firing the merged overdue list")
 	want := []time.Duration{}
 	for m := time.Duration(40); m < 48; m++ {
 		want = append(want, m*time.Minute)

@@ -48,8 +48,7 @@ func TestPeriodic_RunsOnItsGrid(t *testing.T) {
 	for range 5 {
 		next, ok := h.Next()
 		require.True(t, ok)
-		clk.Set(next)
-		advanceWithin(t, h, "to the next run")
+		advanceTo(t, h, clk, next, "to the next run")
 	}
 	assert.Equal(t, []time.Duration{10e6, 20e6, 30e6, 40e6, 50e6}, r.take())
 	assert.Equal(t, start.Add(60*time.Millisecond), tm.Deadline(), "Deadline is the next run's instant")
