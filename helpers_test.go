@@ -542,10 +542,6 @@ func (r closeRace) Run(t *testing.T, h *Hierarchy) {
 	assert.Equal(t, 0, h.Len(), "timers left armed after every conn was closed")
 }
 
-// deadlineNs returns the deadline t was last armed with, in ns since its
-// hierarchy's origin.
-func (t *Timer) deadlineNs() int64 { return t.home().h.offset(t.Deadline()) }
-
 // level0Span returns the number of ticks level 0 spans: a timer filed at
 // least that far beyond its shard's now is in a coarser level.
 func level0Span(h *Hierarchy) int64 { return h.shards[0].levels[0].span }
