@@ -208,6 +208,21 @@ func newFake(t testing.TB, opts ...Option) (*Hierarchy, *fakeClock) {
 	return h, clk
 }
 
+// goUntilClosed calls f(0), f(1), ... on a goroutine of wg until stop is
+// closed (looked at before each call).
+func goUntilClosed(wg *sync.WaitGroup, stop <-chan struct{}, f func(i int)) {
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			f(i)
+		}
+	})
+}
+
 // advanceContinuously moves clk by a millisecond and advances h, over and
 // over on its own goroutine, until the returned function is called; that
 // function returns once the goroutine has stopped, or fails the test if it
@@ -215,16 +230,9 @@ func newFake(t testing.TB, opts ...Option) (*Hierarchy, *fakeClock) {
 func advanceContinuously(t *testing.T, h *Hierarchy, clk *fakeClock) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			clk.Add(time.Millisecond)
-			h.Advance()
-		}
+	goUntilClosed(&wg, done, func(int) {
+		clk.Add(time.Millisecond)
+		h.Advance()
 	})
 	return func() {
 		t.Helper()

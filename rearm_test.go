@@ -165,29 +165,15 @@ func TestReArm_DeadlineIsTheLastReArmThatTookEffect(t *testing.T) {
 	tm := h.AfterFunc(time.Hour, func() {})
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { // W
-		for i := int64(0); ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			tm.ResetAt(start.Add(time.Duration(2*(int64(time.Second)+i*1000) + 1)))
-		}
+	goUntilClosed(&wg, stop, func(i int) { // W
+		tm.ResetAt(start.Add(time.Duration(2*(int64(time.Second)+int64(i)*1000) + 1)))
 	})
-	wg.Go(func() { // cascades, firings and Stops beside them
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if i%5 == 0 {
-				tm.Stop()
-			}
-			clk.Add(time.Duration(i%3) * time.Millisecond)
-			h.Advance()
+	goUntilClosed(&wg, stop, func(i int) { // cascades, firings and Stops beside them
+		if i%5 == 0 {
+			tm.Stop()
 		}
+		clk.Add(time.Duration(i%3) * time.Millisecond)
+		h.Advance()
 	})
 	var seenW, gone = int64(-1), map[int64]bool{}
 	for i := int64(0); i < 20000; i++ {
