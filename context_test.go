@@ -718,9 +718,7 @@ func TestWithTimeout_ErrImpliesDone(t *testing.T) {
 // being waited for. (The example server once saw Done closed and Cause
 // nil: the end was recorded after the close.)
 func TestWithTimeout_DoneImpliesErr(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t)
 	defer h.Stop()
 	var wg sync.WaitGroup
 	var bad atomic.Int32
@@ -967,9 +965,7 @@ func TestWithDeadline_BadInput(t *testing.T) {
 // driver fires their deadlines each end once, with Canceled or
 // DeadlineExceeded, and never before the deadline.
 func TestWithTimeout_ConcurrentCancelAndExpiry(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t)
 	defer h.Stop()
 	const n = 200
 	var early atomic.Int32
@@ -1006,9 +1002,7 @@ func TestWithTimeout_ConcurrentCancelAndExpiry(t *testing.T) {
 // its deadline, not before, with the standard children it has.
 func TestWithTimeout_DriverInSynctestBubble(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h, err := New()
-		require.NoError(t, err)
-		h.Start()
+		h := newStarted(t)
 		defer h.Stop()
 		start := time.Now()
 		req, reqCancel := context.WithCancel(context.Background())
@@ -1194,8 +1188,7 @@ func raceRounds(t *testing.T, n int, what string, round func(i int, start <-chan
 // that for the deadline having passed. Both with Done called and not, so
 // both ways of ending (with and without the context's lock) race.
 func TestWithTimeout_ConcurrentCancelsReportCanceled(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
+	h := mustNew(t)
 	parent, cancelParent := context.WithCancel(context.Background())
 	defer cancelParent()
 	var wrong atomic.Int32
@@ -1227,8 +1220,7 @@ func TestWithTimeout_ConcurrentCancelsReportCanceled(t *testing.T) {
 // stays registered with the parent: with no parent to register with, a
 // standard one, one of this package, and a custom one with AfterFunc.
 func TestWithTimeout_DoneRacingCancelIsClosed(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
+	h := mustNew(t)
 	std, cancelStd := context.WithCancel(context.Background())
 	defer cancelStd()
 	ours, cancelOurs := h.WithTimeout(context.Background(), time.Hour)
@@ -1280,8 +1272,7 @@ func TestWithTimeout_DoneRacingCancelIsClosed(t *testing.T) {
 // another goroutine cancels runs exactly once, and its stop reports
 // whether it prevented that.
 func TestWithTimeout_AfterFuncRacingCancelRunsOnce(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
+	h := mustNew(t)
 	const n = 3000
 	var runs [n]atomic.Int32
 	var stopped [n]bool
@@ -1321,8 +1312,7 @@ func TestWithTimeout_AfterFuncRacingCancelRunsOnce(t *testing.T) {
 // have ended it before the deadline fired).
 func TestWithTimeout_FiringRacingCancelAndParent(t *testing.T) {
 	mock := clock.NewMock()
-	h, err := New(WithClock(mock), WithTick(time.Millisecond))
-	require.NoError(t, err)
+	h := mustNew(t, WithClock(mock), WithTick(time.Millisecond))
 	var wrong atomic.Int32
 	var mu sync.Mutex
 	var errs []string
@@ -1413,8 +1403,7 @@ func TestWithTimeout_FiringRacingCancelAndParent(t *testing.T) {
 // finds the context ended by the parent's goroutine, mid-way. Under one
 // parent a context registers on its own, under another it shares a watch.
 func TestWithTimeout_CancelRacingParentEndLeavesNoTimer(t *testing.T) {
-	h, err := New(WithShards(1))
-	require.NoError(t, err)
+	h := mustNew(t, WithShards(1))
 	var armed, watched, wrong atomic.Int32
 	raceRounds(t, 3000, "a cancel racing its parent's end", func(i int, start <-chan struct{}, wg *sync.WaitGroup) {
 		parent, pcancel := context.WithCancel(context.Background())

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // A hierarchy on the default clock is never left undriven: its first armed
@@ -49,8 +48,7 @@ func TestDriver_StartsOnFirstArming(t *testing.T) {
 	for _, a := range armings {
 		t.Run(a.name, func(t *testing.T) {
 			inBubble(t, "a timer armed with no Start", func(t *testing.T) {
-				h, err := New()
-				require.NoError(t, err)
+				h := mustNew(t)
 				var fired atomic.Int32
 				a.arm(h, time.Second, func() { fired.Add(1) })
 				time.Sleep(time.Second)
@@ -67,8 +65,7 @@ func TestDriver_StartsOnFirstArming(t *testing.T) {
 // with its own Advance loop keeps every callback on its goroutine.
 func TestDriver_NotStartedWhenTheCallerAdvancedFirst(t *testing.T) {
 	inBubble(t, "an Advance loop", func(t *testing.T) {
-		h, err := New()
-		require.NoError(t, err)
+		h := mustNew(t)
 		assert.Equal(t, 0, h.Advance())
 		inCaller := false
 		h.AfterFunc(time.Second, func() { inCaller = true }) // a race with a driver, if one ran
@@ -84,8 +81,7 @@ func TestDriver_NotStartedWhenTheCallerAdvancedFirst(t *testing.T) {
 // TestDriver_NotStartedAfterStop: Stop means no driver until Start.
 func TestDriver_NotStartedAfterStop(t *testing.T) {
 	inBubble(t, "a hierarchy stopped before it armed", func(t *testing.T) {
-		h, err := New()
-		require.NoError(t, err)
+		h := mustNew(t)
 		h.Stop()
 		var fired atomic.Int32
 		h.AfterFunc(time.Second, func() { fired.Add(1) })
@@ -120,28 +116,34 @@ func TestDriver_NotStartedByArmingWithAGivenClock(t *testing.T) {
 	assert.True(t, fired)
 }
 
+// in20Bubbles runs f on a new hierarchy (default options: the bubble's
+// clock) in each of 20 synctest bubbles, so that a race the scheduler
+// decides is run 20 times.
+func in20Bubbles(t *testing.T, what string, f func(t *testing.T, h *Hierarchy)) {
+	t.Helper()
+	for range 20 {
+		inBubble(t, what, func(t *testing.T) { f(t, mustNew(t)) })
+	}
+}
+
 // TestDriver_FirstArmingsRacingStartOneDriver: many goroutines arming the
 // first timers of a hierarchy at once, and Start beside them: one driver,
 // which fires every timer, and one Stop ends it.
 func TestDriver_FirstArmingsRacingStartOneDriver(t *testing.T) {
-	for range 20 {
-		inBubble(t, "first armings racing Start", func(t *testing.T) {
-			h, err := New()
-			require.NoError(t, err)
-			var fired sync.WaitGroup
-			var arms sync.WaitGroup
-			for i := range 8 {
-				fired.Add(1)
-				arms.Go(func() { h.AfterFunc(time.Duration(i)*time.Millisecond, fired.Done) })
-			}
-			arms.Go(h.Start)
-			arms.Wait()
-			time.Sleep(10 * time.Millisecond)
-			fired.Wait()
-			h.Stop() // the bubble fails if a second driver were left
-			assert.Equal(t, int64(notRunning), h.driver.sleepUntil.Load())
-		})
-	}
+	in20Bubbles(t, "first armings racing Start", func(t *testing.T, h *Hierarchy) {
+		var fired sync.WaitGroup
+		var arms sync.WaitGroup
+		for i := range 8 {
+			fired.Add(1)
+			arms.Go(func() { h.AfterFunc(time.Duration(i)*time.Millisecond, fired.Done) })
+		}
+		arms.Go(h.Start)
+		arms.Wait()
+		time.Sleep(10 * time.Millisecond)
+		fired.Wait()
+		h.Stop() // the bubble fails if a second driver were left
+		assert.Equal(t, int64(notRunning), h.driver.sleepUntil.Load())
+	})
 }
 
 // TestDriver_FirstArmingRacingAdvance: an arming racing the caller's first
@@ -149,20 +151,16 @@ func TestDriver_FirstArmingsRacingStartOneDriver(t *testing.T) {
 // way the timer fires (by the driver, or by the caller's next Advance) and
 // at most one driver runs.
 func TestDriver_FirstArmingRacingAdvance(t *testing.T) {
-	for range 20 {
-		inBubble(t, "a first arming racing Advance", func(t *testing.T) {
-			h, err := New()
-			require.NoError(t, err)
-			var fired atomic.Int32
-			var wg sync.WaitGroup
-			wg.Go(func() { h.AfterFunc(time.Millisecond, func() { fired.Add(1) }) })
-			wg.Go(func() { h.Advance() })
-			wg.Wait()
-			time.Sleep(time.Millisecond)
-			synctest.Wait()
-			h.Advance()
-			assert.Equal(t, int32(1), fired.Load())
-			h.Stop()
-		})
-	}
+	in20Bubbles(t, "a first arming racing Advance", func(t *testing.T, h *Hierarchy) {
+		var fired atomic.Int32
+		var wg sync.WaitGroup
+		wg.Go(func() { h.AfterFunc(time.Millisecond, func() { fired.Add(1) }) })
+		wg.Go(func() { h.Advance() })
+		wg.Wait()
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		h.Advance()
+		assert.Equal(t, int32(1), fired.Load())
+		h.Stop()
+	})
 }

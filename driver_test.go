@@ -44,8 +44,7 @@ func TestDriver_MockMovedOntoDeadlineBetweenReadAndArm(t *testing.T) {
 		mock := clock.NewMock()
 		var injected atomic.Bool
 		clk := &injectingClock{Mock: mock, after: func(int64) {}}
-		h, err := New(WithClock(clk))
-		require.NoError(t, err)
+		h := mustNew(t, WithClock(clk))
 		fired := make(chan struct{})
 		h.AfterFunc(10*time.Millisecond, func() { close(fired) })
 		mock.Add(9500 * time.Microsecond)
@@ -83,8 +82,7 @@ func TestDriver_MockMovedConcurrentlyDoesNotDeadlock(t *testing.T) {
 			moves.Go(func() { mock.Add(5 * time.Millisecond) })
 		}
 	}
-	h, err := New(WithClock(clk))
-	require.NoError(t, err)
+	h := mustNew(t, WithClock(clk))
 	var fired atomic.Int64
 	for i := range 50 {
 		h.AfterFunc(time.Duration(i+1)*time.Millisecond, func() { fired.Add(1) })
@@ -114,9 +112,7 @@ func TestDriver_MockMovedConcurrentlyDoesNotDeadlock(t *testing.T) {
 // every timer fires, none before its deadline, none twice.
 func TestDriver_MockMovedByAnotherGoroutine(t *testing.T) {
 	mock := clock.NewMock()
-	h, err := New(WithClock(mock))
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t, WithClock(mock))
 	defer stopWithin(t, h, "after timers on a mock moved by another goroutine")
 	quit := make(chan struct{})
 	defer close(quit) // the goroutine moving the mock ends with the test, also if it fails
@@ -165,8 +161,7 @@ func TestDriver_MockMovedByAnotherGoroutine(t *testing.T) {
 // the driver waited on channels made outside, so the bubble never saw it
 // durably blocked and hung.
 func TestDriver_StartInBubbleOfNewOutside(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
+	h := mustNew(t)
 	inBubble(t, "the driver of a hierarchy made outside the bubble", func(t *testing.T) {
 		h.Start()
 		defer h.Stop()
@@ -185,9 +180,7 @@ func TestDriver_StartInBubbleOfNewOutside(t *testing.T) {
 func TestDriver_StopOfLastTimerStopsClockTimer(t *testing.T) {
 	mock := clock.NewMock()
 	clk := &injectingClock{Mock: mock, after: func(int64) {}}
-	h, err := New(WithClock(clk))
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t, WithClock(clk))
 	defer stopWithin(t, h, "after its last timer was stopped")
 	tm := h.AfterFunc(time.Second, func() { t.Error("stopped timer fired") })
 	time.Sleep(10 * time.Millisecond) // the driver goes to sleep until 1s
@@ -210,10 +203,7 @@ func TestDriver_LastTimerStoppedWhileAwake(t *testing.T) {
 		h.AfterFunc(0, func() { far.Stop() })
 		synctest.Wait() // woken, fired, asleep with nothing armed
 		require.Equal(t, 0, h.Len())
-		before := clk.reads.Load()
-		time.Sleep(2 * time.Second)
-		synctest.Wait()
-		assert.Equal(t, before, clk.reads.Load(), "the driver woke with nothing armed")
+		assertAsleep(t, clk, 2*time.Second)
 	})
 }
 
@@ -222,8 +212,7 @@ func TestDriver_LastTimerStoppedWhileAwake(t *testing.T) {
 // sleep alone: the other timer fires on time.
 func TestDriver_StopEmptyingOneShardKeepsItForTheOthers(t *testing.T) {
 	inBubble(t, "a driver with timers in two shards, one emptied by a Stop", func(t *testing.T) {
-		h, err := New(WithShards(2))
-		require.NoError(t, err)
+		h := mustNew(t, WithShards(2))
 		roundRobin(h)
 		h.Start()
 		defer h.Stop()
@@ -249,8 +238,7 @@ func TestDriver_StopEmptyingOneShardKeepsItForTheOthers(t *testing.T) {
 func TestDriver_RearmsAfterMockMovedBeforeArming(t *testing.T) {
 	mock := clock.NewMock()
 	clk := &injectingClock{Mock: mock, after: func(int64) {}}
-	h, err := New(WithClock(clk), WithShards(1))
-	require.NoError(t, err)
+	h := mustNew(t, WithClock(clk), WithShards(1))
 	fired := make(chan struct{})
 	h.AfterFunc(10*time.Millisecond, func() { close(fired) })
 	var moved atomic.Bool
@@ -284,9 +272,7 @@ func TestDriver_RearmsAfterMockMovedBeforeArming(t *testing.T) {
 // its next wheel event (an hour away) comes.
 func TestDriver_FiresPastDeadlineArmedByCallback(t *testing.T) {
 	inBubble(t, "a driver whose callback arms a past deadline", func(t *testing.T) {
-		h, err := New(WithShards(1))
-		require.NoError(t, err)
-		h.Start()
+		h := newStarted(t, WithShards(1))
 		defer h.Stop()
 		h.AfterFunc(time.Hour, func() {})
 		start := time.Now()
@@ -315,8 +301,7 @@ func TestDriver_ArmingAsItGoesToSleep(t *testing.T) {
 		iterations = 2000
 	}
 	inBubble(t, "a driver racing armings as it goes to sleep", func(t *testing.T) {
-		h, err := New(WithShards(32), WithLevels(8, 8, 8, 8, 8))
-		require.NoError(t, err)
+		h := mustNew(t, WithShards(32), WithLevels(8, 8, 8, 8, 8))
 		first := h.shards[0]
 		h.knobs().pick = func() *shard { return first }
 		h.Start()
@@ -346,8 +331,7 @@ func TestDriver_SeesDeadlineReachedOnLastRearm(t *testing.T) {
 	mock := clock.NewMock()
 	start := mock.Now()
 	clk := &injectingClock{Mock: mock, after: func(int64) {}}
-	h, err := New(WithClock(clk), WithShards(1))
-	require.NoError(t, err)
+	h := mustNew(t, WithClock(clk), WithShards(1))
 	fired := make(chan time.Duration, 1)
 	h.AfterFunc(10*time.Millisecond, func() { fired <- mock.Now().Sub(start) })
 	clk.reads.Store(0)

@@ -27,6 +27,13 @@ func (q *queue) exec(run func()) {
 	q.mu.Unlock()
 }
 
+// runAll calls the runs q keeps, in order.
+func (q *queue) runAll() {
+	for _, run := range q.take() {
+		run()
+	}
+}
+
 func (q *queue) take() []func() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -35,12 +42,19 @@ func (q *queue) take() []func() {
 	return r
 }
 
-// firedOnQueue returns an executor timer, armed 1ms out on h and fired
-// once, its run waiting on q; *ran counts f's calls.
-func firedOnQueue(t *testing.T) (h *Hierarchy, clk *fakeClock, q *queue, tm *Timer, ran *int) {
+// onQueue returns an executor timer on h, not armed, that hands its runs
+// to q; *ran counts f's calls.
+func onQueue(t *testing.T) (h *Hierarchy, clk *fakeClock, q *queue, tm *Timer, ran *int) {
 	h, clk = newFake(t)
 	q, tm, ran = &queue{}, new(Timer), new(int)
 	tm.InitOn(h, q.exec, func() { *ran++ })
+	return h, clk, q, tm, ran
+}
+
+// firedOnQueue returns an executor timer, armed 1ms out on h and fired
+// once, its run waiting on q; *ran counts f's calls.
+func firedOnQueue(t *testing.T) (h *Hierarchy, clk *fakeClock, q *queue, tm *Timer, ran *int) {
+	h, clk, q, tm, ran = onQueue(t)
 	tm.Reset(time.Millisecond)
 	clk.Add(time.Millisecond)
 	advanceWithin(t, h, "the deadline")
@@ -48,20 +62,16 @@ func firedOnQueue(t *testing.T) (h *Hierarchy, clk *fakeClock, q *queue, tm *Tim
 }
 
 func TestExecutor_FiringHandsTheRunToExec(t *testing.T) {
-	h, clk := newFake(t)
-	q := &queue{}
-	ran := 0
-	var tm Timer
-	tm.InitOn(h, q.exec, func() { ran++ })
+	h, clk, q, tm, ran := onQueue(t)
 	assert.False(t, tm.Reset(10*time.Millisecond))
 	clk.Add(10 * time.Millisecond)
 	assert.Equal(t, 1, advanceWithin(t, h, "the deadline"), "the firing counts as a callback run by Advance")
 	runs := q.take()
 	require.Len(t, runs, 1)
-	assert.Zero(t, ran, "f waits for the executor")
+	assert.Zero(t, *ran, "f waits for the executor")
 	assert.Equal(t, 1, h.Len(), "armed until its run starts")
 	runs[0]()
-	assert.Equal(t, 1, ran)
+	assert.Equal(t, 1, *ran)
 	assert.Equal(t, 0, h.Len())
 	assert.False(t, tm.Stop(), "fired: its run has started")
 	st := h.Stats()
@@ -74,9 +84,7 @@ func TestExecutor_StopBetweenFiringAndRunWins(t *testing.T) {
 	h, _, q, tm, ran := firedOnQueue(t)
 	assert.True(t, tm.Stop(), "Stop before the run starts cancels the arming")
 	assert.False(t, tm.Stop())
-	for _, run := range q.take() {
-		run()
-	}
+	q.runAll()
 	assert.Zero(t, *ran, "f never runs for the stopped arming")
 	assert.Equal(t, 0, h.Len())
 	st := h.Stats()
@@ -104,9 +112,7 @@ func TestExecutor_ResetBetweenFiringAndRunWins(t *testing.T) {
 	assert.Equal(t, 1, h.Len())
 	clk.Add(5 * time.Millisecond)
 	advanceWithin(t, h, "the new deadline")
-	for _, run := range q.take() {
-		run()
-	}
+	q.runAll()
 	assert.Equal(t, []time.Duration{6 * time.Millisecond}, at)
 	mustCheck(t, h)
 }
@@ -125,27 +131,19 @@ func TestExecutor_RunCalledTwiceCallsFOnce(t *testing.T) {
 // timer is handed over, the next armed first; Stop before a run starts
 // cancels it and every later one.
 func TestExecutor_PeriodicRunsThroughExec(t *testing.T) {
-	h, clk := newFake(t)
-	q := &queue{}
-	ran := 0
-	var tm Timer
-	tm.InitOn(h, q.exec, func() { ran++ })
+	h, clk, q, tm, ran := onQueue(t)
 	tm.ResetEvery(time.Millisecond)
 	for range 3 {
 		clk.Add(time.Millisecond)
 		advanceWithin(t, h, "one period")
-		for _, run := range q.take() {
-			run()
-		}
+		q.runAll()
 	}
-	assert.Equal(t, 3, ran)
+	assert.Equal(t, 3, *ran)
 	clk.Add(time.Millisecond)
 	advanceWithin(t, h, "one period")
 	assert.True(t, tm.Stop())
-	for _, run := range q.take() {
-		run()
-	}
-	assert.Equal(t, 3, ran, "the run handed over before Stop does not call f")
+	q.runAll()
+	assert.Equal(t, 3, *ran, "the run handed over before Stop does not call f")
 	assert.Equal(t, 0, h.Len())
 	mustCheck(t, h)
 }
@@ -201,9 +199,7 @@ func TestExecutor_ArmingAllocatesNothing(t *testing.T) {
 // runs must be for the loop's current arming: never before the deadline
 // the loop last set, never after the loop stopped the timer.
 func TestExecutor_LoopOwnsItsTimers(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t)
 	defer stopWithin(t, h, "the driver")
 	loop := make(chan func(), 1024)
 	exec := func(run func()) {

@@ -22,6 +22,7 @@ var (
 	// Clocks and hierarchies.
 	NewFakeClock = newFakeClock
 	NewMock      = newMock
+	NewStarted   = newStarted
 	Long         = long
 
 	// Conns, and what a test checks on them.

@@ -131,6 +131,13 @@ func advanceWithin(t *testing.T, h *Hierarchy, what string) int {
 	return n
 }
 
+// advanceTo sets clk to at and advances h, under mustReturn.
+func advanceTo(t *testing.T, h *Hierarchy, clk interface{ Set(time.Time) }, at time.Time, what string) int {
+	t.Helper()
+	clk.Set(at)
+	return advanceWithin(t, h, what)
+}
+
 // fakeClock is a manual clock safe for concurrent use. Unlike clock.Mock,
 // moving it does not sleep, so tests can take millions of steps.
 type fakeClock struct {
@@ -164,18 +171,56 @@ func (c *fakeClock) Set(t time.Time) {
 func newMock(t testing.TB, opts ...Option) (*Hierarchy, *clock.Mock) {
 	t.Helper()
 	mock := clock.NewMock()
-	h, err := New(append([]Option{WithClock(mock)}, opts...)...)
-	require.NoError(t, err)
+	h := mustNew(t, append([]Option{WithClock(mock)}, opts...)...)
 	return h, mock
+}
+
+// goRandom starts n goroutines on wg; the g-th runs body with a
+// rand.Rand of its own, seeded with g and stream.
+func goRandom(wg *sync.WaitGroup, n int, stream uint64, body func(g int, r *rand.Rand)) {
+	for g := range n {
+		wg.Go(func() { body(g, rand.New(rand.NewPCG(uint64(g), stream))) })
+	}
+}
+
+// mustNew is New(opts...), failing the test on an error.
+func mustNew(t testing.TB, opts ...Option) *Hierarchy {
+	t.Helper()
+	h, err := New(opts...)
+	require.NoError(t, err)
+	return h
+}
+
+// newStarted returns a hierarchy with opts and its driver started; the
+// caller stops it.
+func newStarted(t testing.TB, opts ...Option) *Hierarchy {
+	t.Helper()
+	h := mustNew(t, opts...)
+	h.Start()
+	return h
 }
 
 // newFake returns a hierarchy on a fresh fakeClock.
 func newFake(t testing.TB, opts ...Option) (*Hierarchy, *fakeClock) {
 	t.Helper()
 	clk := newFakeClock()
-	h, err := New(append([]Option{WithClock(clk)}, opts...)...)
-	require.NoError(t, err)
+	h := mustNew(t, append([]Option{WithClock(clk)}, opts...)...)
 	return h, clk
+}
+
+// goUntilClosed calls f(0), f(1), ... on a goroutine of wg until stop is
+// closed (looked at before each call).
+func goUntilClosed(wg *sync.WaitGroup, stop <-chan struct{}, f func(i int)) {
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			f(i)
+		}
+	})
 }
 
 // advanceContinuously moves clk by a millisecond and advances h, over and
@@ -185,16 +230,9 @@ func newFake(t testing.TB, opts ...Option) (*Hierarchy, *fakeClock) {
 func advanceContinuously(t *testing.T, h *Hierarchy, clk *fakeClock) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			clk.Add(time.Millisecond)
-			h.Advance()
-		}
+	goUntilClosed(&wg, done, func(int) {
+		clk.Add(time.Millisecond)
+		h.Advance()
 	})
 	return func() {
 		t.Helper()
@@ -511,10 +549,6 @@ func (r closeRace) Run(t *testing.T, h *Hierarchy) {
 	}
 	assert.Equal(t, 0, h.Len(), "timers left armed after every conn was closed")
 }
-
-// deadlineNs returns the deadline t was last armed with, in ns since its
-// hierarchy's origin.
-func (t *Timer) deadlineNs() int64 { return t.home().h.offset(t.Deadline()) }
 
 // level0Span returns the number of ticks level 0 spans: a timer filed at
 // least that far beyond its shard's now is in a coarser level.

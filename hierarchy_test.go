@@ -84,8 +84,7 @@ func TestPrecision_DoesNotDependOnDistance(t *testing.T) {
 			// nothing may fire; at the deadline it must.
 			for _, at := range []time.Duration{d / 3, d / 2, d - time.Second, d - 1} {
 				if at > 0 {
-					clk.Set(origin.Add(at))
-					advanceWithin(t, h, "a jump towards the deadline")
+					advanceTo(t, h, clk, origin.Add(at), "a jump towards the deadline")
 					require.Equal(t, 0, fired, "fired early, at +%v", at)
 					mustCheck(t, h)
 				}
@@ -298,8 +297,7 @@ func TestClock_BackwardStepsAndForwardJumps(t *testing.T) {
 	h.AtFunc(origin.Add(time.Second), r.fn("1s"))
 	h.AtFunc(origin.Add(time.Hour), r.fn("1h"))
 
-	clk.Set(origin.Add(500 * time.Millisecond))
-	advanceWithin(t, h, "half a second")
+	advanceTo(t, h, clk, origin.Add(500*time.Millisecond), "half a second")
 	clk.Set(origin.Add(-time.Hour)) // backwards, before the origin
 	assert.Equal(t, 0, advanceWithin(t, h, "the clock gone backwards"))
 	h.AfterFunc(time.Second, r.fn("armed-while-back")) // due at origin-59m59s
@@ -408,9 +406,7 @@ func TestDeterministic_WithMock(t *testing.T) {
 
 func TestDeterministic_InSynctest(t *testing.T) {
 	inBubble(t, "four timers with the driver", func(t *testing.T) {
-		h, err := New(WithTick(10 * time.Millisecond)) // the real clock, fake time
-		require.NoError(t, err)
-		h.Start()
+		h := newStarted(t, WithTick(10*time.Millisecond)) // the real clock, fake time
 		defer h.Stop()
 		start := time.Now()
 		var mu sync.Mutex
@@ -446,11 +442,19 @@ func (c *countingClock) Now() time.Time                  { c.reads.Add(1); retur
 // when the test ends.
 func startCounting(t *testing.T, opts ...Option) (*Hierarchy, *countingClock) {
 	clk := &countingClock{Clock: clock.New()}
-	h, err := New(append([]Option{WithClock(clk)}, opts...)...)
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t, append([]Option{WithClock(clk)}, opts...)...)
 	t.Cleanup(h.Stop)
 	return h, clk
+}
+
+// assertAsleep, in a synctest bubble, lets d of fake time pass and asserts
+// that the driver did not read clk meanwhile: it did not wake.
+func assertAsleep(t *testing.T, clk *countingClock, d time.Duration) {
+	t.Helper()
+	before := clk.reads.Load()
+	time.Sleep(d)
+	synctest.Wait()
+	assert.Equal(t, before, clk.reads.Load(), "the driver woke with nothing armed")
 }
 
 func TestDriver_IdleMeansAsleep(t *testing.T) {
@@ -480,9 +484,7 @@ func TestDriver_IdleMeansAsleep(t *testing.T) {
 
 func TestDriver_WakesForEarlierTimer(t *testing.T) {
 	inBubble(t, "a driver asleep for an hour, woken for an earlier timer", func(t *testing.T) {
-		h, err := New()
-		require.NoError(t, err)
-		h.Start()
+		h := newStarted(t)
 		defer h.Stop()
 		start := time.Now()
 		var mu sync.Mutex
@@ -501,8 +503,7 @@ func TestDriver_WakesForEarlierTimer(t *testing.T) {
 
 func TestDriver_StartStopRestart(t *testing.T) {
 	inBubble(t, "a driver started, stopped and restarted", func(t *testing.T) {
-		h, err := New()
-		require.NoError(t, err)
+		h := mustNew(t)
 		var n atomic.Int32
 		h.AfterFunc(time.Second, func() { n.Add(1) })
 		h.Start()
@@ -611,8 +612,7 @@ func TestLevelBoundaries(t *testing.T) {
 				require.Less(t, steps, 10*len(dues), "hung: the walk by Next does not end: %d timers armed after %d steps", h.Len(), steps)
 				next, ok := h.Next()
 				require.True(t, ok)
-				clk.Set(next)
-				advanceWithin(t, h, "a step of the walk by Next")
+				advanceTo(t, h, clk, next, "a step of the walk by Next")
 				mustCheck(t, h)
 			}
 			for _, d := range dues {
@@ -653,26 +653,23 @@ func TestConcurrentChurn(t *testing.T) {
 	}
 	stopAdvancing := advanceContinuously(t, h, clk)
 	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(uint64(w), 9))
-			for range ops {
-				c := all[r.IntN(timers)]
-				switch r.IntN(4) {
-				case 0:
-					if c.t.Stop() {
-						c.endings.Add(1)
-					}
-				default:
-					c.armings.Add(1)
-					d := time.Duration(r.Int64N(int64(600 * time.Millisecond)))
-					if c.t.Reset(d) {
-						c.endings.Add(1)
-					}
+	goRandom(&wg, workers, 9, func(_ int, r *rand.Rand) {
+		for range ops {
+			c := all[r.IntN(timers)]
+			switch r.IntN(4) {
+			case 0:
+				if c.t.Stop() {
+					c.endings.Add(1)
+				}
+			default:
+				c.armings.Add(1)
+				d := time.Duration(r.Int64N(int64(600 * time.Millisecond)))
+				if c.t.Reset(d) {
+					c.endings.Add(1)
 				}
 			}
-		})
-	}
+		}
+	})
 	waitWithin(t, 30*time.Second, &wg, "the workers arming, stopping and resetting timers")
 	stopAdvancing()
 	for _, c := range all {
@@ -699,9 +696,7 @@ func TestStress_RealClockDriver(t *testing.T) {
 	if testing.Short() {
 		run = 300 * time.Millisecond
 	}
-	h, err := New()
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t)
 	type counted struct {
 		t                *Timer
 		armings, endings atomic.Int64
@@ -711,46 +706,43 @@ func TestStress_RealClockDriver(t *testing.T) {
 	deadline := time.Now().Add(run)
 	var wg sync.WaitGroup
 	var early atomic.Int64
-	for w := range workers {
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(uint64(w), 77))
-			var mine []*counted
-			for time.Now().Before(deadline) {
-				switch op := r.IntN(10); {
-				case op < 3 || len(mine) == 0:
-					c := &counted{}
-					c.armings.Store(1)
-					at := time.Now().Add(time.Duration(1+r.IntN(50)) * time.Millisecond)
-					c.t = h.AtFunc(at, func() {
-						// Only the first arming's deadline is known here;
-						// a Reset (counted before it is made) moves it.
-						if now := time.Now(); c.armings.Load() == 1 && now.Before(at) {
-							early.Add(1)
-						}
-						c.endings.Add(1)
-					})
-					mine = append(mine, c)
-					all.Store(c, struct{}{})
-				case op < 5:
-					if c := mine[r.IntN(len(mine))]; c.t.Stop() {
-						c.endings.Add(1)
+	goRandom(&wg, workers, 77, func(_ int, r *rand.Rand) {
+		var mine []*counted
+		for time.Now().Before(deadline) {
+			switch op := r.IntN(10); {
+			case op < 3 || len(mine) == 0:
+				c := &counted{}
+				c.armings.Store(1)
+				at := time.Now().Add(time.Duration(1+r.IntN(50)) * time.Millisecond)
+				c.t = h.AtFunc(at, func() {
+					// Only the first arming's deadline is known here;
+					// a Reset (counted before it is made) moves it.
+					if now := time.Now(); c.armings.Load() == 1 && now.Before(at) {
+						early.Add(1)
 					}
-				default:
-					c := mine[r.IntN(len(mine))]
-					c.armings.Add(1)
-					if c.t.Reset(time.Duration(1+r.IntN(50)) * time.Millisecond) {
-						c.endings.Add(1)
-					}
+					c.endings.Add(1)
+				})
+				mine = append(mine, c)
+				all.Store(c, struct{}{})
+			case op < 5:
+				if c := mine[r.IntN(len(mine))]; c.t.Stop() {
+					c.endings.Add(1)
 				}
-				if len(mine) > 500 {
-					mine = mine[250:]
-				}
-				if r.IntN(64) == 0 {
-					time.Sleep(time.Millisecond)
+			default:
+				c := mine[r.IntN(len(mine))]
+				c.armings.Add(1)
+				if c.t.Reset(time.Duration(1+r.IntN(50)) * time.Millisecond) {
+					c.endings.Add(1)
 				}
 			}
-		})
-	}
+			if len(mine) > 500 {
+				mine = mine[250:]
+			}
+			if r.IntN(64) == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	})
 	waitWithin(t, run+30*time.Second, &wg, "the workers arming, stopping and re-arming timers")
 	time.Sleep(60 * time.Millisecond) // let the last timers fire
 	stopWithin(t, h, "after the stress")
@@ -777,9 +769,7 @@ func TestLatenessUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real time")
 	}
-	h, err := New()
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t)
 	defer stopWithin(t, h, "after the load")
 	stop := make(chan struct{})
 	var burners sync.WaitGroup
@@ -892,8 +882,7 @@ func TestPrecision_DeadlinePastEndOfTimeNeverFires(t *testing.T) {
 			mustCheck(t, h)
 
 			clk := &countingClock{Clock: mock}
-			h2, err := New(WithClock(clk), WithTick(tick))
-			require.NoError(t, err)
+			h2 := mustNew(t, WithClock(clk), WithTick(tick))
 			mustReturn(t, 5*time.Second, "AfterFunc of the largest Duration", func() { h2.AfterFunc(math.MaxInt64, func() {}) })
 			mock.Add(math.MaxInt64) // the clock saturates
 			h2.Start()
@@ -911,10 +900,7 @@ func TestDriver_StopOfLastTimerMeansAsleep(t *testing.T) {
 		tm := h.AfterFunc(time.Hour, func() {})
 		synctest.Wait()
 		require.True(t, tm.Stop())
-		before := clk.reads.Load()
-		time.Sleep(2 * time.Hour)
-		synctest.Wait()
-		assert.Equal(t, before, clk.reads.Load(), "the driver woke with nothing armed")
+		assertAsleep(t, clk, 2*time.Hour)
 	})
 }
 

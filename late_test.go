@@ -54,27 +54,24 @@ func TestLate_BurstSortedInBatches(t *testing.T) {
 		start.Store(true)
 		runtime.Gosched()
 	}
-	for g := range 2 {
-		wg.Go(func() {
-			rnd := rand.New(rand.NewPCG(uint64(g), 6))
-			for !start.Load() {
-				runtime.Gosched()
-			}
-			for i := g; i < n; i += 5 {
-				x := recs[i]
-				if rnd.IntN(2) == 0 {
-					if x.t.Stop() {
-						x.cancels.Add(1)
-					}
-				} else {
-					if x.t.Reset(time.Duration(rnd.IntN(3)) * time.Hour) {
-						x.cancels.Add(1)
-					}
-					x.armings.Add(1)
+	goRandom(&wg, 2, 6, func(g int, rnd *rand.Rand) {
+		for !start.Load() {
+			runtime.Gosched()
+		}
+		for i := g; i < n; i += 5 {
+			x := recs[i]
+			if rnd.IntN(2) == 0 {
+				if x.t.Stop() {
+					x.cancels.Add(1)
 				}
+			} else {
+				if x.t.Reset(time.Duration(rnd.IntN(3)) * time.Hour) {
+					x.cancels.Add(1)
+				}
+				x.armings.Add(1)
 			}
-		})
-	}
+		}
+	})
 	mustReturn(t, 30*time.Second, "Advance (a sort of 20,000 past deadlines in batches, with goroutines stopping and re-arming them)", func() { h.Advance() })
 	start.Store(true)
 	waitWithin(t, 30*time.Second, &wg, "the goroutines stopping and re-arming timers during the sort")
@@ -181,15 +178,24 @@ func TestNext_ManyPastDeadlines(t *testing.T) {
 	assert.Equal(t, n, advanceWithin(t, h, "firing many past deadlines"))
 }
 
+// newSortingBy4 returns a hierarchy of one shard on a fake clock that
+// sorts past deadlines in batches of 4, its clock an hour past the origin
+// and advanced there, nothing armed.
+func newSortingBy4(t *testing.T) (*Hierarchy, *fakeClock) {
+	t.Helper()
+	h, clk := newFake(t, WithShards(1))
+	h.knobs().batch = 4
+	clk.Add(time.Hour)
+	advanceWithin(t, h, "the next Advance")
+	return h, clk
+}
+
 // TestNext_WhileSortingPastDeadlines: while Advance sorts past
 // deadlines with the shard's lock released, the timers taken off to be
 // sorted still count for Next, also after a later past deadline is armed
 // meanwhile; and they fire in order.
 func TestNext_WhileSortingPastDeadlines(t *testing.T) {
-	h, clk := newFake(t, WithShards(1))
-	h.knobs().batch = 4
-	clk.Add(time.Hour)
-	advanceWithin(t, h, "the next Advance")
+	h, clk := newSortingBy4(t)
 	now := clk.Now()
 	var got []time.Duration
 	rec := func(d time.Duration) func() { return func() { got = append(got, d) } }
@@ -235,8 +241,7 @@ func TestLate_MergeIntoOverdueWhileStopping(t *testing.T) {
 	h, clk := newFake(t, WithShards(1))
 	h.knobs().batch = 4
 	origin := h.origin
-	clk.Set(origin.Add(time.Hour))
-	advanceWithin(t, h, "the next Advance")
+	advanceTo(t, h, clk, origin.Add(time.Hour), "the next Advance")
 	var got []time.Duration
 	rec := func(d time.Duration) func() { return func() { got = append(got, d) } }
 	var overdue []*Timer
@@ -256,8 +261,7 @@ func TestLate_MergeIntoOverdueWhileStopping(t *testing.T) {
 	assert.Equal(t, 0, advanceWithin(t, h, "a merge of past deadlines into the overdue list"))
 	h.knobs().betweenBatches = nil
 	mustCheck(t, h)
-	clk.Set(origin.Add(2 * time.Hour))
-	advanceWithin(t, h, "firing the merged overdue list")
+	advanceTo(t, h, clk, origin.Add(2*time.Hour), "firing the merged overdue list")
 	want := []time.Duration{}
 	for m := time.Duration(40); m < 48; m++ {
 		want = append(want, m*time.Minute)
@@ -275,10 +279,7 @@ func TestLate_MergeIntoOverdueWhileStopping(t *testing.T) {
 // at the same tick as when it was taken off, and the sort must leave it
 // there. It fires once, on the next Advance.
 func TestLate_StopAndRearmSameTickWhileSorting(t *testing.T) {
-	h, clk := newFake(t, WithShards(1))
-	h.knobs().batch = 4
-	clk.Add(time.Hour)
-	advanceWithin(t, h, "the next Advance")
+	h, clk := newSortingBy4(t)
 	now := clk.Now()
 	fired := map[int]int{}
 	var timers []*Timer

@@ -82,34 +82,13 @@ const pmMaxSteps = 1000
 
 func newPModel(tb testing.TB, l layout, desc string, src source, progress *atomic.Int64) *pmodel {
 	mock := clock.NewMock()
-	// Start off the tick of every layout, as simulation_test.go does.
-	mock.Set(time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.UTC))
-	opts, slots := l.options(mock)
-	h, err := New(opts...)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	m := &pmodel{
+	mock.Set(simStart) // off the tick of every layout
+	h, widths := l.newHierarchy(tb, mock, src)
+	return &pmodel{
 		tb: tb, desc: desc, src: src, mock: mock, h: h,
 		ref: &sim{tick: int64(l.tick)}, tick: int64(l.tick),
-		stats: map[string]int{}, progress: progress,
+		stats: map[string]int{}, progress: progress, widths: widths,
 	}
-	if n := len(h.shards); n > 1 {
-		// Spread the timers over the shards, and let re-armed ones move,
-		// so that Advance merges shards.
-		h.knobs().pick = func() *shard { return h.shards[src.intn(int64(n))] }
-		h.knobs().moveAlways = true
-	}
-	w := int64(1)
-	for _, n := range slots {
-		m.widths = append(m.widths, w)
-		if w > math.MaxInt64/int64(n) {
-			break
-		}
-		w *= int64(n)
-	}
-	m.widths = append(m.widths, w)
-	return m
 }
 
 func (m *pmodel) fatalf(format string, args ...any) {
@@ -160,6 +139,19 @@ func (m *pmodel) pick() *pmTimer {
 
 // everyFrom records that pt was armed periodic with period p by a call
 // that read the clock at now.
+// resetEvery calls ResetEvery on pt with a random period, checks what it
+// returns against the model, and moves the model's pt to the new grid,
+// from the clock now; call names the call in a failure.
+func (m *pmodel) resetEvery(pt *pmTimer, call string) {
+	m.tb.Helper()
+	p := m.randPeriod()
+	now := m.elapsed()
+	if got := pt.t.ResetEvery(time.Duration(p)); got != pt.armed {
+		m.fatalf("%s = %v, model armed = %v", call, got, pt.armed)
+	}
+	pt.everyFrom(now, p)
+}
+
 func (pt *pmTimer) everyFrom(now, p int64) {
 	pt.armed, pt.period, pt.start, pt.k = true, p, now, 1
 	pt.when = clampNs(satAdd(now, p))
@@ -261,21 +253,11 @@ func (m *pmodel) body(pt *pmTimer) {
 		pt.oneShot(satAdd(now, d))
 		m.armedInCallback(pt)
 	case 3: // ResetEvery itself: a new grid from the clock now
-		p := m.randPeriod()
-		now := m.elapsed()
-		if got := pt.t.ResetEvery(time.Duration(p)); got != pt.armed {
-			m.fatalf("ResetEvery in own callback = %v, model armed = %v", got, pt.armed)
-		}
-		pt.everyFrom(now, p)
+		m.resetEvery(pt, "ResetEvery in own callback")
 		m.stats["reset-every-in-own-callback"]++
 	case 4: // ResetEvery another
 		if o := m.pick(); o != nil {
-			p := m.randPeriod()
-			now := m.elapsed()
-			if got := o.t.ResetEvery(time.Duration(p)); got != o.armed {
-				m.fatalf("ResetEvery of another in a callback = %v, model armed = %v", got, o.armed)
-			}
-			o.everyFrom(now, p)
+			m.resetEvery(o, "ResetEvery of another in a callback")
 		}
 	case 5: // ResetAt another, maybe for a tick reached
 		if o := m.pick(); o != nil {
@@ -398,12 +380,7 @@ func (m *pmodel) step() {
 		fallthrough
 	case op < 4: // ResetEvery from outside
 		if pt := m.pick(); pt != nil {
-			p := m.randPeriod()
-			now := m.elapsed()
-			if got := pt.t.ResetEvery(time.Duration(p)); got != pt.armed {
-				m.fatalf("ResetEvery = %v, model armed = %v", got, pt.armed)
-			}
-			pt.everyFrom(now, p)
+			m.resetEvery(pt, "ResetEvery")
 		}
 	case op < 5: // Stop from outside
 		if pt := m.pick(); pt != nil {
@@ -516,15 +493,10 @@ func TestPeriodicModel(t *testing.T) {
 // bytes and checks it against the naive ticker, like TestPeriodicModel.
 func FuzzPeriodicModel(f *testing.F) {
 	for i := range simLayouts {
-		seed := make([]byte, 1024)
-		r := rand.New(rand.NewPCG(uint64(i), 2))
-		for j := range seed {
-			seed[j] = byte(r.Uint32())
-		}
-		f.Add(uint8(i), seed)
+		f.Add(uint8(i), randomScript(1024, uint64(i), 2))
 	}
 	f.Fuzz(func(t *testing.T, layoutIndex uint8, script []byte) {
-		l := simLayouts[int(layoutIndex)%len(simLayouts)]
+		l := fuzzLayout(layoutIndex)
 		runPModel(t, l, fmt.Sprintf("layout=%s script of %d bytes", l.name, len(script)), &byteSource{b: script})
 	})
 }

@@ -48,8 +48,7 @@ func TestPeriodic_RunsOnItsGrid(t *testing.T) {
 	for range 5 {
 		next, ok := h.Next()
 		require.True(t, ok)
-		clk.Set(next)
-		advanceWithin(t, h, "to the next run")
+		advanceTo(t, h, clk, next, "to the next run")
 	}
 	assert.Equal(t, []time.Duration{10e6, 20e6, 30e6, 40e6, 50e6}, r.take())
 	assert.Equal(t, start.Add(60*time.Millisecond), tm.Deadline(), "Deadline is the next run's instant")
@@ -275,9 +274,7 @@ func TestPeriodic_StatsCountEachRun(t *testing.T) {
 // land exactly on the grid rounded up to the tick.
 func TestPeriodic_DriverInSynctest(t *testing.T) {
 	inBubble(t, "a periodic timer with the driver", func(t *testing.T) {
-		h, err := New(WithTick(time.Millisecond))
-		require.NoError(t, err)
-		h.Start()
+		h := newStarted(t, WithTick(time.Millisecond))
 		defer h.Stop()
 		start := time.Now()
 		r := &runTimes{now: func() time.Duration { return time.Since(start) }}
@@ -297,9 +294,7 @@ func TestPeriodic_DriverInSynctest(t *testing.T) {
 // while they run: no run is early, and none starts after Stop returned
 // true.
 func TestPeriodic_RealDriverNeverEarly(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t)
 	defer stopWithin(t, h, "the driver")
 	const n, period = 8, 2 * time.Millisecond
 	type rec struct {
@@ -430,9 +425,7 @@ func TestPeriodic_EveryTickRunsOncePerTickWhenAdvanceIsLateWithinIt(t *testing.T
 // it on about half of them.
 func TestPeriodic_DriverHeldUpWithinTheTickLosesNoRun(t *testing.T) {
 	inBubble(t, "a periodic timer beside a slow callback", func(t *testing.T) {
-		h, err := New(WithTick(time.Millisecond))
-		require.NoError(t, err)
-		h.Start()
+		h := newStarted(t, WithTick(time.Millisecond))
 		defer h.Stop()
 		start := time.Now()
 		// Every 2ms, a callback that takes 1.3ms: the Advance after it

@@ -34,8 +34,7 @@ type gatedClock struct {
 
 func newGated(t *testing.T, opts ...Option) (*Hierarchy, *gatedClock) {
 	clk := &gatedClock{fakeClock: newFakeClock()}
-	h, err := New(append([]Option{WithClock(clk)}, opts...)...)
-	require.NoError(t, err)
+	h := mustNew(t, append([]Option{WithClock(clk)}, opts...)...)
 	return h, clk
 }
 
@@ -112,8 +111,7 @@ func TestReArm_LaterReArmMeasuresFromALaterReading(t *testing.T) {
 			assert.True(t, recvWithin(t, 5*time.Second, aDone, "Reset A, released"))
 			assert.False(t, tm.Deadline().Before(start.Add(160*time.Millisecond)),
 				"the re-arm that took effect last measured from a reading before the one before it: deadline %v", tm.Deadline().Sub(start))
-			clk.Set(start.Add(159 * time.Millisecond))
-			advanceWithin(t, h, "before B's deadline")
+			advanceTo(t, h, clk, start.Add(159*time.Millisecond), "before B's deadline")
 			assert.Zero(t, fired, "fired before the deadline of the last re-arm")
 			mustCheck(t, h)
 		})
@@ -150,8 +148,7 @@ func TestReArm_TimeoutsAddLatestActivityWins(t *testing.T) {
 	d, ok := s.Deadline(1)
 	require.True(t, ok)
 	assert.Equal(t, start.Add(160*time.Millisecond), d, "the Add that took effect last measured from an earlier reading")
-	clk.Set(start.Add(159 * time.Millisecond))
-	advanceWithin(t, h, "before B's deadline")
+	advanceTo(t, h, clk, start.Add(159*time.Millisecond), "before B's deadline")
 	assert.Empty(t, expired, "expired before the deadline of the last Add")
 }
 
@@ -168,29 +165,15 @@ func TestReArm_DeadlineIsTheLastReArmThatTookEffect(t *testing.T) {
 	tm := h.AfterFunc(time.Hour, func() {})
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { // W
-		for i := int64(0); ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			tm.ResetAt(start.Add(time.Duration(2*(int64(time.Second)+i*1000) + 1)))
-		}
+	goUntilClosed(&wg, stop, func(i int) { // W
+		tm.ResetAt(start.Add(time.Duration(2*(int64(time.Second)+int64(i)*1000) + 1)))
 	})
-	wg.Go(func() { // cascades, firings and Stops beside them
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if i%5 == 0 {
-				tm.Stop()
-			}
-			clk.Add(time.Duration(i%3) * time.Millisecond)
-			h.Advance()
+	goUntilClosed(&wg, stop, func(i int) { // cascades, firings and Stops beside them
+		if i%5 == 0 {
+			tm.Stop()
 		}
+		clk.Add(time.Duration(i%3) * time.Millisecond)
+		h.Advance()
 	})
 	var seenW, gone = int64(-1), map[int64]bool{}
 	for i := int64(0); i < 20000; i++ {
@@ -284,11 +267,9 @@ func TestReset_LaterDeadlineStraddlingCascadeIntoLevel0(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, origin.Add(3*time.Minute), next, "Next is the new deadline, not the old one the cascade filed the timer by")
 	mustCheck(t, h)
-	clk.Set(origin.Add(2*time.Minute + 59*time.Second))
-	advanceWithin(t, h, "past the old deadline")
+	advanceTo(t, h, clk, origin.Add(2*time.Minute+59*time.Second), "past the old deadline")
 	assert.Zero(t, fired, "fired by the old deadline")
-	clk.Set(origin.Add(3 * time.Minute))
-	advanceWithin(t, h, "the new deadline")
+	advanceTo(t, h, clk, origin.Add(3*time.Minute), "the new deadline")
 	assert.Equal(t, 1, fired, "fires at the new deadline")
 	mustCheck(t, h)
 }
@@ -344,8 +325,7 @@ func TestReset_LaterDeadlineAsAdvanceEnds(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("hung: the Reset racing the end of the Advance")
 		}
-		clk.Set(origin.Add(3 * time.Second))
-		advanceWithin(t, h, "the next Advance")
+		advanceTo(t, h, clk, origin.Add(3*time.Second), "the next Advance")
 		if n := yFired.Load(); n != 1 {
 			t.Fatalf("iteration %d: a timer moved, as its Advance ended, to a tick before that Advance's had fired %d times after the next Advance, want once", iter, n)
 		}
@@ -416,8 +396,7 @@ func TestReset_LaterDeadlineReadsFrontierBeforeNow(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, origin.Add(2500*time.Millisecond), next, "Next is the timer's new (past) deadline, not the tick it was filed at before the Reset")
 	mustCheck(t, h)
-	clk.Set(origin.Add(3 * time.Second))
-	advanceWithin(t, h, "the next Advance")
+	advanceTo(t, h, clk, origin.Add(3*time.Second), "the next Advance")
 	assert.Equal(t, int32(1), yFired.Load(), "a timer moved to a past deadline fires once, on the next Advance")
 	assert.Equal(t, 0, h.Len())
 	mustCheck(t, h)
@@ -445,14 +424,11 @@ func TestReArm_LaterMoveRacingResetEveryOfTheSameDeadline(t *testing.T) {
 	release()
 	assert.True(t, recvWithin(t, 5*time.Second, resetDone, "the Reset"), "the Reset found the timer armed")
 	require.Equal(t, start.Add(2*time.Second), tm.Deadline())
-	clk.Set(start.Add(time.Second))
-	advanceWithin(t, h, "ResetEvery's first instant")
+	advanceTo(t, h, clk, start.Add(time.Second), "ResetEvery's first instant")
 	assert.Zero(t, fired, "the timer ran at ResetEvery's instant: the Reset that took effect after it did not make it one-shot")
-	clk.Set(start.Add(2 * time.Second))
-	advanceWithin(t, h, "the Reset's deadline")
+	advanceTo(t, h, clk, start.Add(2*time.Second), "the Reset's deadline")
 	assert.Equal(t, 1, fired, "fires at the Reset's deadline")
-	clk.Set(start.Add(5 * time.Second))
-	advanceWithin(t, h, "later")
+	advanceTo(t, h, clk, start.Add(5*time.Second), "later")
 	assert.Equal(t, 1, fired, "a one-shot timer fires once")
 	assert.Zero(t, h.Len())
 	mustCheck(t, h)
@@ -505,11 +481,9 @@ func TestReset_LaterDeadlineFromACallbackOfALateTimer(t *testing.T) {
 		y := h.AtFunc(origin.Add(2*time.Second), func() { yFired++ })
 		reset = y.ResetAt(origin.Add(2500 * time.Millisecond))
 	})
-	clk.Set(origin.Add(2900 * time.Millisecond))
-	advanceWithin(t, h, "the Advance whose callback arms and moves the timer")
+	advanceTo(t, h, clk, origin.Add(2900*time.Millisecond), "the Advance whose callback arms and moves the timer")
 	assert.True(t, reset, "the move found the timer armed")
-	clk.Set(origin.Add(3 * time.Second))
-	advanceWithin(t, h, "the next Advance")
+	advanceTo(t, h, clk, origin.Add(3*time.Second), "the next Advance")
 	assert.Equal(t, 1, yFired, "a timer moved by a callback to a tick this Advance reaches fires in it or the next, once")
 	mustCheck(t, h)
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // Callbacks may call back (docs/guarantees.md), but a callback must not call
@@ -170,9 +169,7 @@ func TestAdvance_ConcurrentCallsWaitForEachOther(t *testing.T) {
 // TestStop_FromACallbackOfTheDriverWaitsForIt: Stop waits for the driver,
 // which waits for its callback.
 func TestStop_FromACallbackOfTheDriverWaitsForIt(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t)
 	got := make(chan (<-chan struct{}), 1)
 	h.AfterFunc(time.Millisecond, func() {
 		got <- assertWaitsForCallback(t, "h.Stop", h.Stop)
@@ -223,10 +220,8 @@ func TestStop_FromACallbackWithoutTheDriverReturns(t *testing.T) {
 // TestStop_FromAnotherHierarchysDriverCallbackWaits: the driver of h2
 // stopping h from a callback stops h's driver as any goroutine does.
 func TestStop_FromAnotherHierarchysDriverCallbackWaits(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
-	h2, err := New()
-	require.NoError(t, err)
+	h := mustNew(t)
+	h2 := mustNew(t)
 	h.Start()
 	h2.Start()
 	defer stopWithin(t, h2, "h2's driver")
@@ -246,9 +241,7 @@ func TestStop_FromAnotherHierarchysDriverCallbackWaits(t *testing.T) {
 
 // TestStart_FromItsOwnCallbackIsANoOp: the driver runs already.
 func TestStart_FromItsOwnCallbackIsANoOp(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
-	h.Start()
+	h := newStarted(t)
 	defer stopWithin(t, h, "the driver")
 	done := make(chan struct{})
 	h.AfterFunc(time.Millisecond, func() {

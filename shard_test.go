@@ -129,24 +129,21 @@ func TestShards_ConcurrentArmsFireOnTimeAndInOrder(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(uint64(w), 21))
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if w < 3 {
-					arm(r)
-				} else {
-					h.AfterFunc(time.Hour, func() {}).Stop() // contention only
-				}
-				runtime.Gosched()
+	goRandom(&wg, 4, 21, func(w int, r *rand.Rand) {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
 			}
-		})
-	}
+			if w < 3 {
+				arm(r)
+			} else {
+				h.AfterFunc(time.Hour, func() {}).Stop() // contention only
+			}
+			runtime.Gosched()
+		}
+	})
 	r := rand.New(rand.NewPCG(5, 6))
 	for range 300 {
 		clk.Add(time.Duration(r.Int64N(int64(8 * time.Millisecond))))
@@ -193,24 +190,21 @@ func TestShards_HammerOneTimer(t *testing.T) {
 	var armings, endings atomic.Int64
 	stop := advanceContinuously(t, h, clk)
 	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(uint64(g), 9))
-			for range 3000 {
-				switch r.IntN(3) {
-				case 0, 1:
-					if tm.Reset(time.Duration(r.IntN(3)) * time.Millisecond) {
-						endings.Add(1) // cancelled the arming before
-					}
-					armings.Add(1)
-				case 2:
-					if tm.Stop() {
-						endings.Add(1)
-					}
+	goRandom(&wg, 8, 9, func(_ int, r *rand.Rand) {
+		for range 3000 {
+			switch r.IntN(3) {
+			case 0, 1:
+				if tm.Reset(time.Duration(r.IntN(3)) * time.Millisecond) {
+					endings.Add(1) // cancelled the arming before
+				}
+				armings.Add(1)
+			case 2:
+				if tm.Stop() {
+					endings.Add(1)
 				}
 			}
-		})
-	}
+		}
+	})
 	waitWithin(t, 30*time.Second, &wg, "the goroutines hammering one timer")
 	stop()
 	if tm.Stop() {
@@ -257,28 +251,25 @@ func TestCascade_TimersStayStoppableBetweenBatches(t *testing.T) {
 	advanceWithin(t, h, "the minutes level cascading into the seconds level") // cascades the minutes level into the seconds level
 	var wg sync.WaitGroup
 	var go1 atomic.Bool
-	for g := range 2 {
-		wg.Go(func() {
-			rnd := rand.New(rand.NewPCG(uint64(g), 5))
-			for !go1.Load() {
-				runtime.Gosched()
-			}
-			for i := g; i < n; i += 7 {
-				r := recs[i]
-				if rnd.IntN(2) == 0 {
-					if r.t.Stop() {
-						r.cancels.Add(1)
-					}
-				} else {
-					w := int64(31*time.Second) + rnd.Int64N(int64(2*time.Second))
-					if r.t.ResetAt(h.origin.Add(time.Duration(w))) {
-						r.cancels.Add(1)
-					}
-					r.armings.Add(1)
+	goRandom(&wg, 2, 5, func(g int, rnd *rand.Rand) {
+		for !go1.Load() {
+			runtime.Gosched()
+		}
+		for i := g; i < n; i += 7 {
+			r := recs[i]
+			if rnd.IntN(2) == 0 {
+				if r.t.Stop() {
+					r.cancels.Add(1)
 				}
+			} else {
+				w := int64(31*time.Second) + rnd.Int64N(int64(2*time.Second))
+				if r.t.ResetAt(h.origin.Add(time.Duration(w))) {
+					r.cancels.Add(1)
+				}
+				r.armings.Add(1)
 			}
-		})
-	}
+		}
+	})
 	clk.Add(time.Second + 500*time.Millisecond)
 	go1.Store(true)
 	mustReturn(t, 30*time.Second, "Advance (a cascade of 20,000 timers in batches, with goroutines stopping and re-arming them)", func() { h.Advance() })
@@ -496,8 +487,7 @@ func TestStats(t *testing.T) {
 // TestShards_Default: one shard per GOMAXPROCS unless told otherwise, and
 // bad counts are config errors.
 func TestShards_Default(t *testing.T) {
-	h, err := New()
-	require.NoError(t, err)
+	h := mustNew(t)
 	assert.Len(t, h.shards, runtime.GOMAXPROCS(0))
 	for _, n := range []int{-1, MaxShards + 1} {
 		_, err := New(WithShards(n))
@@ -510,8 +500,7 @@ func TestShards_Default(t *testing.T) {
 // drops them (for good at the second), and the processors are dealt shards
 // afresh.
 func TestShards_DealtRoundRobinAndAgainAfterCollection(t *testing.T) {
-	h, err := New(WithShards(3))
-	require.NoError(t, err)
+	h := mustNew(t, WithShards(3))
 	var dealt []int
 	for range 6 {
 		dealt = append(dealt, h.hints.New().(*shard).idx)
@@ -535,8 +524,7 @@ func TestShards_DealtRoundRobinAndAgainAfterCollection(t *testing.T) {
 
 // The hints hold no reference that keeps a dropped hierarchy alive.
 func TestShards_DealingKeepsNoHierarchyAlive(t *testing.T) {
-	h, err := New(WithShards(2))
-	require.NoError(t, err)
+	h := mustNew(t, WithShards(2))
 	freed := weak.Make(h)
 	h = nil
 	assert.True(t, waitFreed(freed), "a dropped hierarchy is kept alive by its deals")
@@ -647,8 +635,7 @@ func TestStats_LatenessOfAncientDeadline(t *testing.T) {
 func TestShards_LenIsOneInstant(t *testing.T) {
 	for _, method := range []string{"Len", "Stats"} {
 		t.Run(method, func(t *testing.T) {
-			h, err := New(WithShards(2))
-			require.NoError(t, err)
+			h := mustNew(t, WithShards(2))
 			s0, s1 := h.shards[0], h.shards[1]
 			h.knobs().pick = func() *shard { return s0 }
 			x := h.AfterFunc(time.Hour, func() {})
@@ -828,8 +815,7 @@ func TestShards_NewTimerAvoidsHeldShard(t *testing.T) {
 
 // TestShards_MaxShardsAccepted: WithShards accepts every count up to MaxShards.
 func TestShards_MaxShardsAccepted(t *testing.T) {
-	h, err := New(WithShards(MaxShards), WithLevels(2))
-	require.NoError(t, err)
+	h := mustNew(t, WithShards(MaxShards), WithLevels(2))
 	assert.Len(t, h.shards, MaxShards)
 }
 

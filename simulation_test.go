@@ -203,35 +203,45 @@ func (l layout) options(c clock.Clock) ([]Option, []int) {
 	return append(opts, WithLevels(l.slots...)), l.slots
 }
 
-func newSim(tb testing.TB, l layout, desc string, src source) *sim {
-	// Start the clock at an instant that is not a multiple of any tick.
-	start := time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.UTC)
-	clk := &simClock{now: start}
-	opts, slots := l.options(clk)
+// simStart is where the models' clocks start: an instant that is not a
+// multiple of any tick.
+var simStart = time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.UTC)
+
+// newHierarchy makes l's hierarchy on clock c. With more than one shard it
+// spreads the timers over the shards at random (from src), and lets
+// re-armed timers change shards, so that Advance merges them and every
+// operation meets timers of other shards. widths are the ticks per slot of
+// each level, and the top level's span (saturated where it overflows).
+func (l layout) newHierarchy(tb testing.TB, c clock.Clock, src source) (h *Hierarchy, widths []int64) {
+	tb.Helper()
+	opts, slots := l.options(c)
 	h, err := New(opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &sim{tb: tb, desc: desc, src: src, clk: clk, h: h, tick: int64(l.tick), stats: map[string]int{}}
 	if n := len(h.shards); n > 1 {
-		// Spread the timers over the shards at random, so that Advance
-		// merges them and every operation meets timers of other shards.
 		h.knobs().pick = func() *shard { return h.shards[src.intn(int64(n))] }
-		h.knobs().moveAlways = true // and let re-armed timers change shards
+		h.knobs().moveAlways = true
 	}
-	// Cascade in batches of a few timers, and arm, stop and reset timers
-	// between the batches, as other goroutines may.
-	h.knobs().batch = 1 + int(src.intn(4))
-	h.knobs().betweenBatches = s.betweenBatches
 	w := int64(1)
 	for _, n := range slots {
-		s.widths = append(s.widths, w)
+		widths = append(widths, w)
 		if w > math.MaxInt64/int64(n) {
 			break
 		}
 		w *= int64(n)
 	}
-	s.widths = append(s.widths, w)
+	return h, append(widths, w)
+}
+
+func newSim(tb testing.TB, l layout, desc string, src source) *sim {
+	clk := &simClock{now: simStart}
+	h, widths := l.newHierarchy(tb, clk, src)
+	s := &sim{tb: tb, desc: desc, src: src, clk: clk, h: h, tick: int64(l.tick), stats: map[string]int{}, widths: widths}
+	// Cascade in batches of a few timers, and arm, stop and reset timers
+	// between the batches, as other goroutines may.
+	h.knobs().batch = 1 + int(src.intn(4))
+	h.knobs().betweenBatches = s.betweenBatches
 	return s
 }
 
@@ -903,20 +913,29 @@ func TestWriteFuzzCorpus(t *testing.T) {
 	}
 }
 
+// randomScript returns n bytes from a PCG seeded with seed and stream: a
+// seed script for a fuzzer's corpus.
+func randomScript(n int, seed, stream uint64) []byte {
+	script := make([]byte, n)
+	r := rand.New(rand.NewPCG(seed, stream))
+	for j := range script {
+		script[j] = byte(r.Uint32())
+	}
+	return script
+}
+
+// fuzzLayout is the layout a fuzzer's layout byte picks.
+func fuzzLayout(i uint8) layout { return simLayouts[int(i)%len(simLayouts)] }
+
 // FuzzSimulation decodes an operation script (and its layout) from the
 // fuzzer's bytes and checks it against the model, like TestSimulation.
 func FuzzSimulation(f *testing.F) {
 	for i := range simLayouts {
 		f.Add(uint8(i), []byte{})
-		seed := make([]byte, 512)
-		r := rand.New(rand.NewPCG(uint64(i), 1))
-		for j := range seed {
-			seed[j] = byte(r.Uint32())
-		}
-		f.Add(uint8(i), seed)
+		f.Add(uint8(i), randomScript(512, uint64(i), 1))
 	}
 	f.Fuzz(func(t *testing.T, layoutIndex uint8, script []byte) {
-		l := simLayouts[int(layoutIndex)%len(simLayouts)]
+		l := fuzzLayout(layoutIndex)
 		desc := fmt.Sprintf("layout=%s script=%x", l.name, script)
 		s := newSim(t, l, desc, &byteSource{b: script})
 		s.watchedRun(t)

@@ -24,18 +24,11 @@ func TestSnapshot_NextSeesAHandOffAcrossShards(t *testing.T) {
 	old := h.AtFunc(deadline, func() {})
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			which.Store(1 - which.Load())
-			n := h.AtFunc(deadline, func() {})
-			old.Stop()
-			old = n
-		}
+	goUntilClosed(&wg, stop, func(int) {
+		which.Store(1 - which.Load())
+		n := h.AtFunc(deadline, func() {})
+		old.Stop()
+		old = n
 	})
 	bad := 0
 	for range 20000 {
@@ -64,18 +57,11 @@ func TestSnapshot_TimeoutsLenIsOneInstant(t *testing.T) {
 	s.Add(a, time.Hour)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		x, y := a, b
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			s.Add(y, time.Hour) // 2 keys
-			s.Remove(x)         // 1
-			x, y = y, x
-		}
+	x, y := a, b
+	goUntilClosed(&wg, stop, func(int) {
+		s.Add(y, time.Hour) // 2 keys
+		s.Remove(x)         // 1
+		x, y = y, x
 	})
 	bad := map[int]int{}
 	for range 20000 {

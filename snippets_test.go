@@ -7,6 +7,7 @@ package timingwheel_test
 // race between the arming and the callback cannot show.
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -18,11 +19,7 @@ import (
 // periodic timer (ExampleHierarchy_Every): bound by Init, armed by
 // ResetEvery, stopped from its own callback at the third run.
 func TestSnippet_HeldPeriodicTimerStopsItselfWithTheDriver(t *testing.T) {
-	h, err := timingwheel.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Start()
+	h := timingwheel.NewStarted(t)
 	defer h.Stop()
 	var (
 		mu      sync.Mutex
@@ -42,11 +39,7 @@ func TestSnippet_HeldPeriodicTimerStopsItselfWithTheDriver(t *testing.T) {
 		}
 	})
 	tm.ResetEvery(time.Millisecond)
-	select {
-	case <-third:
-	case <-time.After(10 * time.Second):
-		t.Fatal("hung: the third run did not come within 10s")
-	}
+	timingwheel.RecvWithin(t, 10*time.Second, third, "the third run")
 	time.Sleep(5 * time.Millisecond) // room for a run that should not come
 	mu.Lock()
 	defer mu.Unlock()
@@ -62,11 +55,7 @@ func TestSnippet_HeldPeriodicTimerStopsItselfWithTheDriver(t *testing.T) {
 // shape: the callback resends and re-arms its own timer with a longer
 // timeout, until the test acknowledges.
 func TestSnippet_RetransmitTimerBacksOffWithTheDriver(t *testing.T) {
-	h, err := timingwheel.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Start()
+	h := timingwheel.NewStarted(t)
 	defer h.Stop()
 	type packet struct {
 		mu      sync.Mutex
@@ -92,11 +81,7 @@ func TestSnippet_RetransmitTimerBacksOffWithTheDriver(t *testing.T) {
 	})
 	p.rto.Reset(p.timeout)
 	for i := range 3 {
-		select {
-		case <-resent:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("hung: resend %d did not come within 10s", i+1)
-		}
+		timingwheel.RecvWithin(t, 10*time.Second, resent, fmt.Sprintf("resend %d", i+1))
 	}
 	p.rto.Stop() // the acknowledgement
 	p.mu.Lock()

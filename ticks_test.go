@@ -48,8 +48,7 @@ func TestTicks_LastTickOfRevolution(t *testing.T) {
 		require.Less(t, steps, 100, "hung: the walk by Next does not end: %d timers armed after %d steps", h.Len(), steps)
 		next, ok := h.Next()
 		require.True(t, ok)
-		clk.Set(next)
-		advanceWithin(t, h, "walking the level boundaries by Next")
+		advanceTo(t, h, clk, next, "walking the level boundaries by Next")
 		require.NoError(t, h.check())
 	}
 	assert.Equal(t, map[int64]int64{9: 9, 99: 99, 999: 999, 9999: 9999}, firedAt, "each timer fired on its tick")

@@ -160,21 +160,18 @@ func TestTimeouts_RemoveRacesExpiry(t *testing.T) {
 	set := NewTimeouts(h, func(k int) { left[k].Add(1) })
 	stopAdvancing := advanceContinuously(t, h, clk)
 	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(uint64(w), 5))
-			for range 5000 {
-				k := r.IntN(keys)
-				if r.IntN(2) == 0 {
-					if set.Remove(k) {
-						left[k].Add(1)
-					}
-				} else if set.add(k, time.Duration(r.IntN(20))*time.Millisecond) {
-					entered[k].Add(1)
+	goRandom(&wg, 4, 5, func(_ int, r *rand.Rand) {
+		for range 5000 {
+			k := r.IntN(keys)
+			if r.IntN(2) == 0 {
+				if set.Remove(k) {
+					left[k].Add(1)
 				}
+			} else if set.add(k, time.Duration(r.IntN(20))*time.Millisecond) {
+				entered[k].Add(1)
 			}
-		})
-	}
+		}
+	})
 	waitWithin(t, 30*time.Second, &wg, "the goroutines adding and removing keys")
 	stopAdvancing()
 	clk.Add(time.Hour)
@@ -198,13 +195,6 @@ func TestTimeouts_NoLeak(t *testing.T) {
 	}
 	h, clk := newFake(t)
 	set := NewTimeouts(h, func(int) {})
-	heap := func() uint64 {
-		runtime.GC()
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
 	churn := func(base int) {
 		for k := range 10000 {
 			set.Add(base+k, time.Duration(k%1000)*time.Millisecond)
@@ -216,12 +206,12 @@ func TestTimeouts_NoLeak(t *testing.T) {
 		advanceWithin(t, h, "a round of churned keys")
 	}
 	churn(0) // warm up: the wheel's levels and the map's buckets
-	before := heap()
+	before := heapAlloc()
 	rounds := volume(25, 100)
 	for round := 1; round <= rounds; round++ {
 		churn(round * 10000)
 	}
-	after := heap()
+	after := heapAlloc()
 	assert.Zero(t, set.Len())
 	assert.Zero(t, h.Len())
 	// Go maps do not shrink; allow the map's buckets for one round of keys.
@@ -361,29 +351,21 @@ func TestTimeouts_HeapPerKey(t *testing.T) {
 	if v := os.Getenv("TIMINGWHEEL_HEAP_KEYS"); v != "" {
 		n, _ = strconv.Atoi(v)
 	}
-	heap := func() uint64 {
-		runtime.GC()
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
-	h, err := New()
-	require.NoError(t, err)
-	before := heap()
+	h := mustNew(t)
+	before := heapAlloc()
 	set := NewTimeouts(h, func(int) {})
 	for k := range n {
 		set.Add(k, time.Hour)
 	}
-	wheel := float64(heap()-before) / float64(n)
+	wheel := float64(heapAlloc()-before) / float64(n)
 	runtime.KeepAlive(set)
 
-	before = heap()
+	before = heapAlloc()
 	m := make(map[int]*time.Timer)
 	for k := range n {
 		m[k] = time.AfterFunc(time.Hour, func() { _ = k })
 	}
-	baseline := float64(heap()-before) / float64(n)
+	baseline := float64(heapAlloc()-before) / float64(n)
 	for _, tm := range m {
 		tm.Stop()
 	}
@@ -506,4 +488,14 @@ func TestTimeouts_KeysKeepTheirOwnEntries(t *testing.T) {
 	}
 	assert.Equal(t, want, got, "every key expired once, in deadline order")
 	assert.Equal(t, 0, set.Len())
+}
+
+// heapAlloc is the heap in use after two GCs (the second frees what the
+// first one's finalizers released).
+func heapAlloc() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }

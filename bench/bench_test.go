@@ -201,20 +201,59 @@ func BenchmarkHeap(b *testing.B) {
 	for _, im := range impls {
 		b.Run("impl="+im.name, func(b *testing.B) {
 			b.Run("live=1000000", func(b *testing.B) {
-				b.ReportAllocs()
-				var perTimer float64
-				for b.Loop() {
+				reportHeapPer(b, "B/timer", million, func(measure func(arm func())) {
 					s := im.new(b, million)
-					before := heapAlloc()
-					s.load()
-					after := heapAlloc()
+					measure(s.load)
 					s.close()
-					perTimer += (float64(after) - float64(before)) / million
-				}
-				b.ReportMetric(perTimer/float64(b.N), "B/timer")
-				settle()
+				})
 			})
 		})
+	}
+}
+
+// reportHeapPer reports unit: the heap bytes that each of count things
+// adds, averaged over the b.Loop rounds. Each round calls round, which sets
+// up what is not counted, calls measure once with what is (arm, between two
+// readings of heapAlloc), and then tears both down.
+func reportHeapPer(b *testing.B, unit string, count float64, round func(measure func(arm func()))) {
+	b.ReportAllocs()
+	var per float64
+	for b.Loop() {
+		round(func(arm func()) {
+			before := heapAlloc()
+			arm()
+			after := heapAlloc()
+			per += (float64(after) - float64(before)) / count
+		})
+	}
+	b.ReportMetric(per/float64(b.N), unit)
+	settle()
+}
+
+// A countdown counts the callbacks of n timers and closes done when the
+// last has run.
+type countdown struct {
+	n     int64
+	fired atomic.Int64
+	done  chan struct{}
+}
+
+func newCountdown(n int64) *countdown { return &countdown{n: n, done: make(chan struct{})} }
+
+// fire is the timers' callback, or is called by it.
+func (c *countdown) fire() {
+	if c.fired.Add(1) == c.n {
+		close(c.done)
+	}
+}
+
+// wait waits until all n have fired, and fails b, saying how many did
+// (what: "timers fired"), if they have not within a minute.
+func (c *countdown) wait(b *testing.B, what string) {
+	select {
+	case <-c.done:
+	case <-time.After(time.Minute):
+		b.Fatalf("%d of %d %s within a minute", c.fired.Load(), c.n, what)
 	}
 }
 
@@ -273,13 +312,8 @@ func BenchmarkExpiry(b *testing.B) {
 					var maxG atomic.Int64
 					for b.Loop() {
 						s := im.new(b, n)
-						var fired atomic.Int64
-						done := make(chan struct{})
-						f := func() {
-							if fired.Add(1) == n {
-								close(done)
-							}
-						}
+						all := newCountdown(n)
+						f := all.fire
 						settle()
 						stopSampling := sampleGoroutines(&maxG)
 						cpu0, t0 := cpuTime(), time.Now()
@@ -296,11 +330,7 @@ func BenchmarkExpiry(b *testing.B) {
 						if armed.After(first) {
 							b.Logf("arming took %v, longer than the %v lead: firing overlapped it", armed.Sub(t0), lead)
 						}
-						select {
-						case <-done:
-						case <-time.After(time.Minute):
-							b.Fatalf("%d of %d timers fired within a minute", fired.Load(), n)
-						}
+						all.wait(b, "timers fired")
 						cpu2, end := cpuTime(), time.Now()
 						stopSampling()
 						s.close()

@@ -132,28 +132,20 @@ func BenchmarkByValue(b *testing.B) {
 func BenchmarkHeapByValue(b *testing.B) {
 	b.Run("impl=wheel", func(b *testing.B) {
 		b.Run("live=1000000", func(b *testing.B) {
-			b.ReportAllocs()
-			var perTimer float64
-			for b.Loop() {
-				h, err := timingwheel.New()
-				if err != nil {
-					b.Fatal(err)
-				}
-				h.Start()
-				before := heapAlloc()
-				ts := make([]struct{ t timingwheel.Timer }, million)
-				for i := range ts {
-					ts[i].t.Init(h, noop).Reset(farDuration(i))
-				}
-				after := heapAlloc()
+			reportHeapPer(b, "B/timer", million, func(measure func(arm func())) {
+				h := startedWheel(b)
+				var ts []struct{ t timingwheel.Timer }
+				measure(func() {
+					ts = make([]struct{ t timingwheel.Timer }, million)
+					for i := range ts {
+						ts[i].t.Init(h, noop).Reset(farDuration(i))
+					}
+				})
 				h.Stop()
 				for i := range ts {
 					ts[i].t.Stop()
 				}
-				perTimer += (float64(after) - float64(before)) / million
-			}
-			b.ReportMetric(perTimer/float64(b.N), "B/timer")
-			settle()
+			})
 		})
 	})
 }

@@ -57,11 +57,7 @@ type ctxLoads struct {
 }
 
 func newCtxLoads(tb testing.TB, live int) *ctxLoads {
-	h, err := timingwheel.New()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	h.Start()
+	h := startedWheel(tb)
 	l := &ctxLoads{h: h, impls: []ctxImpl{
 		{"wheel", func(p context.Context, i int) (context.Context, context.CancelFunc) {
 			return h.WithTimeout(p, farDuration(i))

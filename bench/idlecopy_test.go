@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/timingwheel/timingwheel"
 	"github.com/timingwheel/timingwheel/netidle"
 )
 
@@ -32,11 +31,7 @@ import (
 // counted in the CPU of both: they run during the copy.)
 func BenchmarkIdleCopy(b *testing.B) {
 	const size = 64 << 20
-	h, err := timingwheel.New()
-	if err != nil {
-		b.Fatal(err)
-	}
-	h.Start()
+	h := startedWheel(b)
 	defer h.Stop()
 	name := filepath.Join(b.TempDir(), "data")
 	data := make([]byte, size)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/timingwheel/timingwheel"
 	"github.com/timingwheel/timingwheel/netidle"
 )
 
@@ -60,17 +59,11 @@ func heapAndStack() (heap, stack uint64) {
 //     websocket's chat example has it, as writePump), for a server that
 //     needs no writer goroutine otherwise.
 func BenchmarkHeapIdleEvents(b *testing.B) {
-	n := connCounts[len(connCounts)-1]
-	if fdsFor(n) > fdLimit() {
-		n = connCounts[0]
-	}
-	size := "conns=" + strconv.Itoa(n)
-	set, why := openConns(b, n)
+	set, size := openLargestConns(b)
 	if set == nil {
-		b.Run(size, func(b *testing.B) { skipped(b, why) })
 		return
 	}
-	defer set.close()
+	n := len(set.conns)
 	// One option for every conn, as IdleListener applies its options once.
 	onWriteIdle := netidle.OnWriteIdle(pingEvery, func(net.Conn) {})
 	// What callers hold anyway, a handle per conn, is allocated before the
@@ -87,11 +80,7 @@ func BenchmarkHeapIdleEvents(b *testing.B) {
 				var disarm func()
 				switch api {
 				case "wheel/api=IdleConn+OnWriteIdle/idle=shared", "wheel/api=IdleConn+OnWriteIdle/idle=per-conn":
-					h, err := timingwheel.New()
-					if err != nil {
-						b.Fatal(err)
-					}
-					h.Start()
+					h := startedWheel(b)
 					perConnIdle := api == "wheel/api=IdleConn+OnWriteIdle/idle=per-conn"
 					for i, c := range set.conns {
 						idle := sharedIdle
@@ -168,11 +157,7 @@ func BenchmarkIdleEventsRearm(b *testing.B) {
 	for _, op := range []string{"read", "write"} {
 		for _, impl := range []string{"idleconn", "events", "runtime"} {
 			b.Run("op="+op+"/impl="+impl, func(b *testing.B) {
-				h, err := timingwheel.New()
-				if err != nil {
-					b.Fatal(err)
-				}
-				h.Start()
+				h := startedWheel(b)
 				defer h.Stop()
 				var conn net.Conn
 				switch impl {
@@ -193,16 +178,7 @@ func BenchmarkIdleEventsRearm(b *testing.B) {
 					}
 					return
 				}
-				ln, err := net.Listen("tcp", "127.0.0.1:0")
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer ln.Close()
-				c, err := net.Dial("tcp", ln.Addr().String())
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer c.Close()
+				_, c := loopbackPair(b)
 				ticker := time.NewTicker(pingEvery)
 				defer ticker.Stop()
 				b.ReportAllocs()
@@ -228,26 +204,8 @@ func BenchmarkIdleEventsIO(b *testing.B) {
 	for _, op := range []string{"read", "write"} {
 		for _, impl := range []string{"raw", "idleconn", "events"} {
 			b.Run("op="+op+"/impl="+impl+"/size="+strconv.Itoa(readSize)+"B", func(b *testing.B) {
-				ln, err := net.Listen("tcp", "127.0.0.1:0")
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer ln.Close()
-				w, err := net.Dial("tcp", ln.Addr().String())
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer w.Close()
-				r, err := ln.Accept()
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer r.Close()
-				h, err := timingwheel.New()
-				if err != nil {
-					b.Fatal(err)
-				}
-				h.Start()
+				r, w := loopbackPair(b)
+				h := startedWheel(b)
 				defer h.Stop()
 				wrap := func(c net.Conn) net.Conn {
 					switch impl {
@@ -264,20 +222,7 @@ func BenchmarkIdleEventsIO(b *testing.B) {
 				} else {
 					writer = wrap(w)
 				}
-				if _, err := w.Write(make([]byte, 64<<10)); err != nil {
-					b.Fatal(err)
-				}
-				out, in := make([]byte, readSize), make([]byte, readSize)
-				b.ReportAllocs()
-				b.SetBytes(readSize)
-				for b.Loop() {
-					if _, err := writer.Write(out); err != nil {
-						b.Fatal(err)
-					}
-					if _, err := reader.Read(in); err != nil {
-						b.Fatal(err)
-					}
-				}
+				writeRead(b, w, writer, reader)
 			})
 		}
 	}

@@ -100,11 +100,7 @@ type keyedSubject struct {
 func newKeyed(tb testing.TB, impl string) keyedSubject {
 	switch impl {
 	case "wheel":
-		h, err := timingwheel.New()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		h.Start()
+		h := startedWheel(tb)
 		ts := timingwheel.NewTimeouts(h, noKey)
 		return keyedSubject{add: ts.Add, close: func() {
 			h.Stop()
@@ -171,20 +167,16 @@ func BenchmarkHeapPerKey(b *testing.B) {
 	for _, impl := range []string{"wheel", "runtime"} {
 		b.Run("impl="+impl, func(b *testing.B) {
 			b.Run("keys=1000000", func(b *testing.B) {
-				b.ReportAllocs()
-				var perKey float64
-				for b.Loop() {
-					before := heapAlloc()
-					s := newKeyed(b, impl)
-					for k := range million {
-						s.add(k, farDuration(k))
-					}
-					after := heapAlloc()
+				reportHeapPer(b, "B/key", million, func(measure func(arm func())) {
+					var s keyedSubject
+					measure(func() {
+						s = newKeyed(b, impl)
+						for k := range million {
+							s.add(k, farDuration(k))
+						}
+					})
 					s.close()
-					perKey += (float64(after) - float64(before)) / million
-				}
-				b.ReportMetric(perKey/float64(b.N), "B/key")
-				settle()
+				})
 			})
 		})
 	}

@@ -39,48 +39,36 @@ type wheelConn struct {
 func BenchmarkHeapPeriodic(b *testing.B) {
 	period := func(i int) time.Duration { return time.Second + time.Duration(i%1000)*time.Millisecond }
 	b.Run("impl=wheel", func(b *testing.B) {
-		b.ReportAllocs()
-		var per float64
-		for b.Loop() {
-			h, err := timingwheel.New()
-			if err != nil {
-				b.Fatal(err)
-			}
-			h.Start()
-			before := heapAlloc()
-			conns := make([]*wheelConn, periodicConns)
-			for i := range conns {
-				c := &wheelConn{id: i}
-				c.t.Init(h, noop).ResetEvery(period(i))
-				conns[i] = c
-			}
-			after := heapAlloc()
+		reportHeapPer(b, "B/conn", periodicConns, func(measure func(arm func())) {
+			h := startedWheel(b)
+			var conns []*wheelConn
+			measure(func() {
+				conns = make([]*wheelConn, periodicConns)
+				for i := range conns {
+					c := &wheelConn{id: i}
+					c.t.Init(h, noop).ResetEvery(period(i))
+					conns[i] = c
+				}
+			})
 			for _, c := range conns {
 				c.t.Stop()
 			}
 			h.Stop()
-			per += (float64(after) - float64(before)) / periodicConns
-		}
-		b.ReportMetric(per/float64(b.N), "B/conn")
-		settle()
+		})
 	})
 	b.Run("impl=ticker", func(b *testing.B) {
-		b.ReportAllocs()
-		var per float64
-		for b.Loop() {
-			before := heapAlloc()
-			conns := make([]*tickerConn, periodicConns)
-			for i := range conns {
-				conns[i] = &tickerConn{id: i, ticker: time.NewTicker(period(i))}
-			}
-			after := heapAlloc()
+		reportHeapPer(b, "B/conn", periodicConns, func(measure func(arm func())) {
+			var conns []*tickerConn
+			measure(func() {
+				conns = make([]*tickerConn, periodicConns)
+				for i := range conns {
+					conns[i] = &tickerConn{id: i, ticker: time.NewTicker(period(i))}
+				}
+			})
 			for _, c := range conns {
 				c.ticker.Stop()
 			}
-			per += (float64(after) - float64(before)) / periodicConns
-		}
-		b.ReportMetric(per/float64(b.N), "B/conn")
-		settle()
+		})
 	})
 }
 
@@ -92,11 +80,7 @@ func BenchmarkHeapPeriodic(b *testing.B) {
 //	impl=ticker-reused   one *time.Ticker made once: t.Reset(p); t.Stop()
 func BenchmarkPeriodicArmStop(b *testing.B) {
 	b.Run("impl=wheel", func(b *testing.B) {
-		h, err := timingwheel.New()
-		if err != nil {
-			b.Fatal(err)
-		}
-		h.Start()
+		h := startedWheel(b)
 		defer h.Stop()
 		live := make([]wheelConn, periodicConns)
 		for i := range live {

@@ -104,11 +104,7 @@ func BenchmarkServerReset(b *testing.B) {
 			s := &serverTimers{}
 			switch impl {
 			case "wheel":
-				h, err := timingwheel.New()
-				if err != nil {
-					b.Fatal(err)
-				}
-				h.Start()
+				h := startedWheel(b)
 				s.h = h
 				s.held = make([]struct{ t timingwheel.Timer }, n)
 				for i := range s.held {
@@ -262,11 +258,7 @@ func BenchmarkServerConnRead(b *testing.B) {
 		func(b *testing.B, impl string, n int) *serverConns {
 			s := &serverConns{conns: make([]net.Conn, n)}
 			if impl == "wheel" {
-				h, err := timingwheel.New()
-				if err != nil {
-					b.Fatal(err)
-				}
-				h.Start()
+				h := startedWheel(b)
 				s.h = h
 			}
 			for i := range s.conns {

@@ -198,13 +198,10 @@ func BenchmarkSlowExpiry(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			arm, teardown := setup()
-			var fired atomic.Int64
-			done := make(chan struct{})
+			all := newCountdown(n)
 			f := func() {
 				burn(iters)
-				if fired.Add(1) == n {
-					close(done)
-				}
+				all.fire()
 			}
 			settle()
 			stopSampling := sampleGoroutines(&maxG)
@@ -219,11 +216,7 @@ func BenchmarkSlowExpiry(b *testing.B) {
 			if armed.After(first) {
 				b.Logf("arming took longer than the %v lead: firing overlapped it", lead)
 			}
-			select {
-			case <-done:
-			case <-time.After(time.Minute):
-				b.Fatalf("%d of %d callbacks ran within a minute", fired.Load(), n)
-			}
+			all.wait(b, "callbacks ran")
 			cpu1, end := cpuTime(), time.Now()
 			stopSampling()
 			teardown()
@@ -239,11 +232,7 @@ func BenchmarkSlowExpiry(b *testing.B) {
 	b.Run("impl=wheel", func(b *testing.B) {
 		b.Run("due=spread/"+name, func(b *testing.B) {
 			onRealClock(b, false, func() (func(time.Time, func()), func()) {
-				h, err := timingwheel.New()
-				if err != nil {
-					b.Fatal(err)
-				}
-				h.Start()
+				h := startedWheel(b)
 				return func(at time.Time, f func()) { h.AtFunc(at, f) }, h.Stop
 			})
 		})

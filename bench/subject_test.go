@@ -138,11 +138,7 @@ type wheelSubject struct {
 }
 
 func newWheel(tb testing.TB, n int) subject {
-	h, err := timingwheel.New()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	h.Start()
+	h := startedWheel(tb)
 	return &wheelSubject{h: h, timers: make([]*timingwheel.Timer, n)}
 }
 
@@ -354,3 +350,15 @@ func (s *gozeroSubject) armAt(deadlines []time.Time, f func()) {
 }
 
 func (s *gozeroSubject) close() { s.tw.Stop() }
+
+// startedWheel returns a hierarchy with the default options and its driver
+// started; the caller stops it.
+func startedWheel(tb testing.TB) *timingwheel.Hierarchy {
+	tb.Helper()
+	h, err := timingwheel.New()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h.Start()
+	return h
+}

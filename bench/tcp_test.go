@@ -142,6 +142,26 @@ func (s *tcpSet) close() {
 	s.peer.Wait()
 }
 
+// openLargestConns opens as many connections as the largest of connCounts
+// the file-descriptor limit allows (else the smallest), for a benchmark
+// that measures one count; size names the count. When they cannot be
+// opened it runs size as a skipped sub-benchmark and returns a nil set. The
+// set is closed when b ends.
+func openLargestConns(b *testing.B) (set *tcpSet, size string) {
+	n := connCounts[len(connCounts)-1]
+	if fdsFor(n) > fdLimit() {
+		n = connCounts[0]
+	}
+	size = "conns=" + strconv.Itoa(n)
+	set, why := openConns(b, n)
+	if set == nil {
+		b.Run(size, func(b *testing.B) { skipped(b, why) })
+		return nil, size
+	}
+	b.Cleanup(set.close)
+	return set, size
+}
+
 // skipped reports a size that cannot run, as a "Skipped" line for
 // cmd/report, and skips b.
 func skipped(b *testing.B, why string) {
@@ -176,11 +196,7 @@ var connAPIs = []struct{ impl, api string }{
 func armConns(tb testing.TB, api string, conns []net.Conn) *connTimeouts {
 	ct := &connTimeouts{api: api, conns: conns}
 	if api == "Timeouts" || api == "Timer" || api == "IdleConn" {
-		h, err := timingwheel.New()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		h.Start()
+		h := startedWheel(tb)
 		ct.h = h
 	}
 	switch api {
@@ -315,33 +331,21 @@ func BenchmarkHeartbeat(b *testing.B) {
 // first runtime api measured in a process sees their growth: cmd/report
 // runs api=AfterFunc in a process of its own, with -benchtime=1x.
 func BenchmarkHeapPerConn(b *testing.B) {
-	n := connCounts[len(connCounts)-1]
-	if fdsFor(n) > fdLimit() {
-		n = connCounts[0]
-	}
-	size := "conns=" + strconv.Itoa(n)
-	set, why := openConns(b, n)
+	set, size := openLargestConns(b)
 	if set == nil {
-		b.Run(size, func(b *testing.B) { skipped(b, why) })
 		return
 	}
-	defer set.close()
+	n := len(set.conns)
 	for _, a := range connAPIs {
 		if a.api == "IdleConn" && idleConn == nil {
 			continue
 		}
 		b.Run("impl="+a.impl+"/api="+a.api+"/"+size, func(b *testing.B) {
-			b.ReportAllocs()
-			var perConn float64
-			for b.Loop() {
-				before := heapAlloc()
-				ct := armConns(b, a.api, set.conns)
-				after := heapAlloc()
+			reportHeapPer(b, "B/conn", float64(n), func(measure func(arm func())) {
+				var ct *connTimeouts
+				measure(func() { ct = armConns(b, a.api, set.conns) })
 				ct.disarm()
-				perConn += (float64(after) - float64(before)) / float64(n)
-			}
-			b.ReportMetric(perConn/float64(b.N), "B/conn")
-			settle()
+			})
 		})
 	}
 }
@@ -364,45 +368,35 @@ func BenchmarkIdleConnRead(b *testing.B) {
 	}
 	for _, impl := range impls {
 		b.Run("impl="+impl+"/read="+strconv.Itoa(readSize)+"B", func(b *testing.B) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer ln.Close()
-			w, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer w.Close()
-			r, err := ln.Accept()
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer r.Close()
+			r, w := loopbackPair(b)
 			conn := r
 			if impl == "idleconn" {
-				h, err := timingwheel.New()
-				if err != nil {
-					b.Fatal(err)
-				}
-				h.Start()
+				h := startedWheel(b)
 				defer h.Stop()
 				conn = idleConn(h, r, heartbeat)
 			}
-			if _, err := w.Write(make([]byte, 64<<10)); err != nil {
-				b.Fatal(err)
-			}
-			out, in := make([]byte, readSize), make([]byte, readSize)
-			b.ReportAllocs()
-			b.SetBytes(readSize)
-			for b.Loop() {
-				if _, err := w.Write(out); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := conn.Read(in); err != nil {
-					b.Fatal(err)
-				}
-			}
+			writeRead(b, w, w, conn)
 		})
+	}
+}
+
+// writeRead measures a Write of readSize bytes on writer and then a Read of
+// readSize on reader, the two ends of one loopback connection (either
+// wrapped), after a 64 KiB backlog written on the bare writing end w, which
+// keeps data waiting whatever the loopback's timing: no Read waits.
+func writeRead(b *testing.B, w, writer, reader net.Conn) {
+	if _, err := w.Write(make([]byte, 64<<10)); err != nil {
+		b.Fatal(err)
+	}
+	out, in := make([]byte, readSize), make([]byte, readSize)
+	b.ReportAllocs()
+	b.SetBytes(readSize)
+	for b.Loop() {
+		if _, err := writer.Write(out); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := reader.Read(in); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -187,45 +187,36 @@ func runHistory(t *testing.T, sub subject, m mode, shards int, seed uint64) {
 	// The workers, and whatever advances the hierarchy until they are done.
 	stop := make(chan struct{})
 	var bg sync.WaitGroup
+	// untilStop runs f over and over on a goroutine of bg until stop is
+	// closed.
+	untilStop := func(f func()) {
+		bg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				f()
+			}
+		})
+	}
 	switch m {
 	case mockSolo:
-		bg.Go(func() {
-			mv := rand.New(rand.NewPCG(seed, 2))
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				h.adv.set("mock.Add")
-				h.mock.Add(mockStep(mv, tick)) // sleeps 1ms: the workers run meanwhile
-				h.advance(h.adv, func() { tw.Advance() })
-			}
+		mv := rand.New(rand.NewPCG(seed, 2))
+		untilStop(func() {
+			h.adv.set("mock.Add")
+			h.mock.Add(mockStep(mv, tick)) // sleeps 1ms: the workers run meanwhile
+			h.advance(h.adv, func() { tw.Advance() })
 		})
 	case mockMover:
-		bg.Go(func() {
-			mv := rand.New(rand.NewPCG(seed, 2))
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				h.mock.Add(mockStep(mv, tick))
-			}
-		})
+		mv := rand.New(rand.NewPCG(seed, 2))
+		untilStop(func() { h.mock.Add(mockStep(mv, tick)) })
 		fallthrough
 	case realLoop:
-		bg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				h.advance(h.adv, func() { tw.Advance() })
-				time.Sleep(200 * time.Microsecond)
-			}
+		untilStop(func() {
+			h.advance(h.adv, func() { tw.Advance() })
+			time.Sleep(200 * time.Microsecond)
 		})
 	case realDriver:
 		h.mark(h.adv) // nothing fires before the driver starts

@@ -26,6 +26,15 @@ func linearizable(t *testing.T, exact bool, steps ...step) bool {
 	return porcupine.CheckOperations(wheel{tick: 10, exact: exact}.model(), ops)
 }
 
+// assertVerdict fails t with why unless the model accepts the history of
+// steps (accept) or rejects it (!accept).
+func assertVerdict(t *testing.T, exact, accept bool, why string, steps ...step) {
+	t.Helper()
+	if linearizable(t, exact, steps...) != accept {
+		t.Error(why)
+	}
+}
+
 func reset(key int, d, b, a int64) input { return input{kind: opReset, key: key, x: d, b: b, a: a} }
 func readDL(key int, b, a int64) input   { return input{kind: opDeadline, key: key, b: b, a: a} }
 func fire(key int, b, a int64) input     { return input{kind: opFire, key: key, b: b, a: a} }
@@ -37,122 +46,93 @@ var advEnd = input{kind: opAdvEnd, key: -1}
 // earlier but is ordered after it (its deadline is the one read last)
 // cannot have read an earlier clock.
 func TestModel_RejectsResetFromClockOlderThanAnEarlierReset(t *testing.T) {
-	ok := linearizable(t, false,
+	assertVerdict(t, false, false, "accepted a deadline from a clock read before a Reset ordered earlier",
 		step{0, 1, 6, reset(0, 50, 90, 120), output{ok: true}}, // ordered second: true
 		step{1, 2, 3, reset(0, 50, 100, 100), output{}},        // read 100, ordered first
 		step{2, 7, 8, readDL(0, 130, 130), output{dl: 140}},    // 90+50: older than 100
 	)
-	if ok {
-		t.Error("accepted a deadline from a clock read before a Reset ordered earlier")
-	}
-	ok = linearizable(t, false,
+	assertVerdict(t, false, true, "rejected a Reset that read the clock after the other one",
 		step{0, 1, 6, reset(0, 50, 90, 120), output{ok: true}},
 		step{1, 2, 3, reset(0, 50, 100, 100), output{}},
 		step{2, 7, 8, readDL(0, 130, 130), output{dl: 155}}, // 105+50: fine
 	)
-	if !ok {
-		t.Error("rejected a Reset that read the clock after the other one")
-	}
 }
 
 // A Deadline read may only see the deadline of an arming, never one that
 // no Reset in any order stores.
 func TestModel_RejectsDeadlineNoArmingStored(t *testing.T) {
-	ok := linearizable(t, true,
+	assertVerdict(t, true, false, "accepted a deadline that no arming stored",
 		step{0, 1, 4, reset(0, 50, 0, 0), output{}},
 		step{1, 2, 3, readDL(0, 0, 0), output{dl: 70}},
 	)
-	if ok {
-		t.Error("accepted a deadline that no arming stored")
-	}
 }
 
 func TestModel_RejectsEarlyAndMissingFires(t *testing.T) {
 	// Armed at 0+25, due at tick 30: firing at a clock of 29 is early.
-	if linearizable(t, true,
+	assertVerdict(t, true, false, "accepted a callback before its tick",
 		step{0, 1, 2, reset(0, 25, 0, 0), output{}},
 		step{1, 3, 4, fire(0, 29, 29), output{}},
-	) {
-		t.Error("accepted a callback before its tick")
-	}
-	if !linearizable(t, true,
+	)
+	assertVerdict(t, true, true, "rejected a callback at its tick",
 		step{0, 1, 2, reset(0, 25, 0, 0), output{}},
 		step{1, 3, 4, fire(0, 30, 30), output{}},
-	) {
-		t.Error("rejected a callback at its tick")
-	}
+	)
 	// An Advance at 30 that returned without firing it.
-	if linearizable(t, true,
+	assertVerdict(t, true, false, "accepted an Advance that left a due timer armed",
 		step{0, 1, 2, reset(0, 25, 0, 0), output{}},
 		step{1, 3, 4, advStart(30), output{}},
 		step{1, 5, 6, advEnd, output{}},
-	) {
-		t.Error("accepted an Advance that left a due timer armed")
-	}
+	)
 	// A second callback for one arming.
-	if linearizable(t, true,
+	assertVerdict(t, true, false, "accepted two callbacks for one arming",
 		step{0, 1, 2, reset(0, 25, 0, 0), output{}},
 		step{1, 3, 4, fire(0, 30, 30), output{}},
 		step{1, 5, 6, fire(0, 40, 40), output{}},
-	) {
-		t.Error("accepted two callbacks for one arming")
-	}
+	)
 	// A Stop that returned true after the callback started.
-	if linearizable(t, true,
+	assertVerdict(t, true, false, "accepted Stop true after the callback started",
 		step{0, 1, 2, reset(0, 25, 0, 0), output{}},
 		step{1, 3, 4, fire(0, 30, 30), output{}},
 		step{0, 5, 6, input{kind: opStop, key: 0, b: 30, a: 30}, output{ok: true}},
-	) {
-		t.Error("accepted Stop true after the callback started")
-	}
+	)
 }
 
 // A Reset concurrent with an Advance may be ordered after its start: the
 // Advance need not fire it. So may one that replaces a due arming the
 // Advance had found ("Exactly once" and "Callbacks may call back" in docs/guarantees.md: it fires in the next Advance).
 func TestModel_AcceptsResetConcurrentWithAdvance(t *testing.T) {
-	if !linearizable(t, true,
+	assertVerdict(t, true, true, "rejected a Reset that an Advance running meanwhile did not fire",
 		step{1, 1, 3, advStart(30), output{}},
 		step{0, 2, 5, reset(0, -5, 30, 30), output{}},
 		step{1, 6, 7, advEnd, output{}},
-	) {
-		t.Error("rejected a Reset that an Advance running meanwhile did not fire")
-	}
-	if !linearizable(t, true,
+	)
+	assertVerdict(t, true, true, "rejected a Reset that replaced an arming the running Advance had found due",
 		step{0, 1, 2, reset(0, 5, 0, 0), output{}},
 		step{1, 3, 5, advStart(30), output{}},
 		step{0, 4, 6, reset(0, -5, 30, 30), output{ok: true}},
 		step{1, 7, 8, advEnd, output{}},
-	) {
-		t.Error("rejected a Reset that replaced an arming the running Advance had found due")
-	}
+	)
 	// But the same Advance with no Reset meanwhile must fire it.
-	if linearizable(t, true,
+	assertVerdict(t, true, false, "accepted an Advance that left the arming it found due armed",
 		step{0, 1, 2, reset(0, 5, 0, 0), output{}},
 		step{1, 3, 5, advStart(30), output{}},
 		step{0, 4, 6, readDL(0, 30, 30), output{dl: 5}},
 		step{1, 7, 8, advEnd, output{}},
-	) {
-		t.Error("accepted an Advance that left the arming it found due armed")
-	}
+	)
 }
 
 // With the real clock the origin, and so the ticks, are known only within
 // a tick: an Advance at 35 need not fire a deadline of 30 (due at 40 if
 // the origin is at 0 mod 10) but must fire one of 25.
 func TestModel_InexactOriginAllowsATick(t *testing.T) {
-	if !linearizable(t, false,
+	assertVerdict(t, false, true, "rejected an Advance less than a tick after a deadline",
 		step{0, 1, 2, reset(0, 30, 0, 0), output{}},
 		step{1, 3, 4, advStart(35), output{}},
 		step{1, 5, 6, advEnd, output{}},
-	) {
-		t.Error("rejected an Advance less than a tick after a deadline")
-	}
-	if linearizable(t, false,
+	)
+	assertVerdict(t, false, false, "accepted an Advance a tick after a deadline that did not fire it",
 		step{0, 1, 2, reset(0, 25, 0, 0), output{}},
 		step{1, 3, 4, advStart(35), output{}},
 		step{1, 5, 6, advEnd, output{}},
-	) {
-		t.Error("accepted an Advance a tick after a deadline that did not fire it")
-	}
+	)
 }

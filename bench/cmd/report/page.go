@@ -104,6 +104,27 @@ func (d *doc) add(t *table, labels []string, cells ...*sample) {
 	t.rows = append(t.rows, row)
 }
 
+// tablePerProcs adds to t a row for each of names at each GOMAXPROCS it
+// ran at, whose labels and cells row gives, and writes t.
+func (d *doc) tablePerProcs(t *table, names []string, row func(name, procs string) ([]string, []*sample)) {
+	for _, n := range names {
+		for _, pr := range d.res.procsOf(n) {
+			labels, cells := row(n, pr)
+			d.add(t, labels, cells...)
+		}
+	}
+	d.table(t)
+}
+
+// units is the sample of each of units for name at GOMAXPROCS procs.
+func (d *doc) units(name, procs string, units []string) []*sample {
+	var cells []*sample
+	for _, u := range units {
+		cells = append(cells, d.get(name, procs, u))
+	}
+	return cells
+}
+
 func (d *doc) table(t *table) {
 	if len(t.rows) == 0 {
 		return

@@ -140,12 +140,9 @@ func (d *doc) byValue() {
 			rs = []ratio{{1, 0, "`AfterFunc` ÷ held", true}, {2, 0, "reused ÷ held", true}}
 		}
 		t := newTable([]string{"case", "GOMAXPROCS"}, []string{"timingwheel, held timer " + unit, "`AfterFunc(d, f).Stop()`", "reused `*time.Timer`"}, rs...)
-		for _, n := range names {
-			for _, pr := range d.res.procsOf(n) {
-				d.add(t, []string{caseOf(n), pr}, d.get(n, pr, unit), d.get(withImpl(n, "runtime"), pr, unit), d.get(withImpl(n, "runtime-reused"), pr, unit))
-			}
-		}
-		d.table(t)
+		d.tablePerProcs(t, names, func(n, pr string) ([]string, []*sample) {
+			return []string{caseOf(n), pr}, []*sample{d.get(n, pr, unit), d.get(withImpl(n, "runtime"), pr, unit), d.get(withImpl(n, "runtime-reused"), pr, unit)}
+		})
 	}
 }
 
@@ -215,12 +212,9 @@ func (d *doc) connections() {
 	vs := []ratio{{3, 0, "`SetReadDeadline` ÷ `Timer`", true}, {4, 0, "`AfterFunc` ÷ `Timer`", true}, {3, 1, "`SetReadDeadline` ÷ `Timeouts`", true}}
 	d.p("Heartbeat, ns/op:\n\n")
 	t := newTable([]string{"connections", "GOMAXPROCS"}, heads, vs...)
-	for _, n := range hb {
-		for _, pr := range d.res.procsOf(n) {
-			d.add(t, []string{strings.TrimPrefix(caseOf(n), "api=Timer/"), pr}, cells(n, pr, "ns/op")...)
-		}
-	}
-	d.table(t)
+	d.tablePerProcs(t, hb, func(n, pr string) ([]string, []*sample) {
+		return []string{strings.TrimPrefix(caseOf(n), "api=Timer/"), pr}, cells(n, pr, "ns/op")
+	})
 	d.p("Heap bytes each way adds per connection (GOMAXPROCS=2; one sample per fresh process for the\n")
 	d.p("runtime's `AfterFunc`, whose timer heap keeps its capacity; the connections and their poll\n")
 	d.p("descriptors are not counted, so `SetReadDeadline` shows none):\n\n")
@@ -235,13 +229,10 @@ func (d *doc) connections() {
 		d.p("keeps it so), on the bare connection and on the same connection wrapped by `IdleConn`, whose\n")
 		d.p("Read also re-arms the timeout: the difference is what the wrapper adds to every Read.\n\n")
 		r := newTable([]string{"GOMAXPROCS"}, []string{"`IdleConn`", "bare `net.Conn`", "`IdleConn` allocs/op"}, ratio{1, 0, "bare ÷ `IdleConn`", true})
-		for _, n := range read {
-			for _, pr := range d.res.procsOf(n) {
-				w := withImpl(n, "idleconn")
-				d.add(r, []string{pr}, d.get(w, pr, "ns/op"), d.get(n, pr, "ns/op"), d.get(w, pr, "allocs/op"))
-			}
-		}
-		d.table(r)
+		d.tablePerProcs(r, read, func(n, pr string) ([]string, []*sample) {
+			w := withImpl(n, "idleconn")
+			return []string{pr}, []*sample{d.get(w, pr, "ns/op"), d.get(n, pr, "ns/op"), d.get(w, pr, "allocs/op")}
+		})
 	}
 }
 
@@ -440,17 +431,9 @@ func (d *doc) stall() {
 	d.p("includes the other goroutine's turn.\n\n")
 	units := []string{"call-ms", "max-wait-us", "p99.9-wait-us", "max-wait/call", "worst-max-wait/call", "calls-during", "quiet-max-wait-us"}
 	t := newTable([]string{"call", "GOMAXPROCS"}, append(slices.Clone(units), "control: max-wait-us"))
-	for _, n := range names {
-		for _, pr := range d.res.procsOf(n) {
-			var cells []*sample
-			for _, u := range units {
-				cells = append(cells, d.get(n, pr, u))
-			}
-			cells = append(cells, d.get(withImpl(n, "control"), pr, "max-wait-us"))
-			d.add(t, []string{caseOf(n), pr}, cells...)
-		}
-	}
-	d.table(t)
+	d.tablePerProcs(t, names, func(n, pr string) ([]string, []*sample) {
+		return []string{caseOf(n), pr}, append(d.units(n, pr, units), d.get(withImpl(n, "control"), pr, "max-wait-us"))
+	})
 	if d.old == nil || len(d.old.names("Stall/impl=wheel/")) == 0 {
 		return
 	}
@@ -459,12 +442,9 @@ func (d *doc) stall() {
 	d.p("the whole hierarchy, held for a whole cascade or scan.\n\n")
 	b := newTable([]string{"call", "GOMAXPROCS"}, []string{"call ms now", "call ms before", "longest ÷ call now", "longest ÷ call before"},
 		ratio{1, 0, "call before ÷ now", false}, ratio{3, 2, "longest ÷ call, before ÷ now", false})
-	for _, n := range names {
-		for _, pr := range d.res.procsOf(n) {
-			d.add(b, []string{caseOf(n), pr}, d.get(n, pr, "call-ms"), d.old.get(n, pr, "call-ms"), d.get(n, pr, "max-wait/call"), d.old.get(n, pr, "max-wait/call"))
-		}
-	}
-	d.table(b)
+	d.tablePerProcs(b, names, func(n, pr string) ([]string, []*sample) {
+		return []string{caseOf(n), pr}, []*sample{d.get(n, pr, "call-ms"), d.old.get(n, pr, "call-ms"), d.get(n, pr, "max-wait/call"), d.old.get(n, pr, "max-wait/call")}
+	})
 }
 
 // rawRelOrHead names a results file by its first line ("# library
@@ -511,28 +491,21 @@ func (d *doc) expiry() {
 		d.p("`h.Advance()`; for the runtime one shared deadline on the real clock).\n\n")
 		units := []string{"cpu-sec/op", "lag-sec/op", "wall-sec/op", "max-goroutines", "callback-us"}
 		t := newTable([]string{"case", "impl", "GOMAXPROCS"}, units)
-		for _, n := range slow {
-			for _, pr := range d.res.procsOf(n) {
-				var cells []*sample
-				for _, u := range units {
-					cells = append(cells, d.get(n, pr, u))
-				}
-				d.add(t, []string{caseOf(n), implLabel(n), pr}, cells...)
-			}
-		}
-		d.table(t)
+		d.tablePerProcs(t, slow, func(n, pr string) ([]string, []*sample) {
+			return []string{caseOf(n), implLabel(n), pr}, d.units(n, pr, units)
+		})
 		c := newTable([]string{"case", "GOMAXPROCS"}, []string{"timingwheel lag", "runtime lag", "timingwheel CPU", "runtime CPU"},
 			ratio{1, 0, "lag: runtime ÷ timingwheel", true}, ratio{3, 2, "CPU: runtime ÷ timingwheel", true})
+		var wheel []string
 		for _, n := range slow {
-			if !strings.Contains(n, "/impl=wheel/") {
-				continue
-			}
-			r := withImpl(n, "runtime")
-			for _, pr := range d.res.procsOf(n) {
-				d.add(c, []string{caseOf(n), pr}, d.get(n, pr, "lag-sec/op"), d.get(r, pr, "lag-sec/op"), d.get(n, pr, "cpu-sec/op"), d.get(r, pr, "cpu-sec/op"))
+			if strings.Contains(n, "/impl=wheel/") {
+				wheel = append(wheel, n)
 			}
 		}
-		d.table(c)
+		d.tablePerProcs(c, wheel, func(n, pr string) ([]string, []*sample) {
+			r := withImpl(n, "runtime")
+			return []string{caseOf(n), pr}, []*sample{d.get(n, pr, "lag-sec/op"), d.get(r, pr, "lag-sec/op"), d.get(n, pr, "cpu-sec/op"), d.get(r, pr, "cpu-sec/op")}
+		})
 	}
 }
 

@@ -34,24 +34,12 @@ type target struct {
 // at 10^4 live timers, the size it measured them at; at 10^6 both sides are
 // memory-bound.
 var serverTargets = []target{
-	{what: "re-arm (`Reset`) of timers made on one goroutine, from 8 goroutines per core: runtime ÷ timingwheel",
-		num: "ServerReset/impl=runtime/live=10000/mode=parallel", numProcs: "2", den: "ServerReset/impl=wheel/live=10000/mode=parallel", denProcs: "2",
-		min: 1.5, numHead: "runtime", denHead: "timingwheel", filed: "0.23–0.33x"},
-	{what: "the same, timingwheel on two cores no slower than on one: GOMAXPROCS=1 ÷ 2",
-		num: "ServerReset/impl=wheel/live=10000/mode=parallel", numProcs: "1", den: "ServerReset/impl=wheel/live=10000/mode=parallel", denProcs: "2",
-		min: 1, orTied: true, numHead: "GOMAXPROCS=1", denHead: "GOMAXPROCS=2", filed: "0.13–0.19x"},
-	{what: "an idle conn's Read re-arm, conns wrapped on one goroutine, from 8 goroutines per core: own `*time.Timer` ÷ `h.IdleConn`",
-		num: "ServerConnRead/impl=runtime/live=10000/mode=parallel", numProcs: "2", den: "ServerConnRead/impl=wheel/live=10000/mode=parallel", denProcs: "2",
-		min: 1.5, numHead: "runtime", denHead: "timingwheel", filed: "0.18x"},
-	{what: "`Reset` of a live timer, one goroutine: runtime ÷ timingwheel",
-		num: "ServerReset/impl=runtime/live=10000/mode=loop", numProcs: "2", den: "ServerReset/impl=wheel/live=10000/mode=loop", denProcs: "2",
-		min: 2, numHead: "runtime", denHead: "timingwheel", filed: "1.05–1.19x"},
-	{what: "an idle conn's Read re-arm, one goroutine: own `*time.Timer` ÷ `h.IdleConn`",
-		num: "ServerConnRead/impl=runtime/live=10000/mode=loop", numProcs: "2", den: "ServerConnRead/impl=wheel/live=10000/mode=loop", denProcs: "2",
-		min: 1.5, numHead: "runtime", denHead: "timingwheel", filed: "1.14–1.35x"},
-	{what: "`AfterFunc(d, f).Stop()` from 8 goroutines per core next to 10^6 live timers, timingwheel's speed-up from one core to two: GOMAXPROCS=1 ÷ 2",
-		num: "ArmStopParallel/impl=wheel/live=1000000", numProcs: "1", den: "ArmStopParallel/impl=wheel/live=1000000", denProcs: "2",
-		min: 1.8, numHead: "GOMAXPROCS=1", denHead: "GOMAXPROCS=2", filed: "1.20–1.31x"},
+	{what: "re-arm (`Reset`) of timers made on one goroutine, from 8 goroutines per core: runtime ÷ timingwheel", num: "ServerReset/impl=runtime/live=10000/mode=parallel", numProcs: "2", den: "ServerReset/impl=wheel/live=10000/mode=parallel", denProcs: "2", min: 1.5, numHead: "runtime", denHead: "timingwheel", filed: "0.23–0.33x"},
+	{what: "the same, timingwheel on two cores no slower than on one: GOMAXPROCS=1 ÷ 2", num: "ServerReset/impl=wheel/live=10000/mode=parallel", numProcs: "1", den: "ServerReset/impl=wheel/live=10000/mode=parallel", denProcs: "2", min: 1, orTied: true, numHead: "GOMAXPROCS=1", denHead: "GOMAXPROCS=2", filed: "0.13–0.19x"},
+	{what: "an idle conn's Read re-arm, conns wrapped on one goroutine, from 8 goroutines per core: own `*time.Timer` ÷ `h.IdleConn`", num: "ServerConnRead/impl=runtime/live=10000/mode=parallel", numProcs: "2", den: "ServerConnRead/impl=wheel/live=10000/mode=parallel", denProcs: "2", min: 1.5, numHead: "runtime", denHead: "timingwheel", filed: "0.18x"},
+	{what: "`Reset` of a live timer, one goroutine: runtime ÷ timingwheel", num: "ServerReset/impl=runtime/live=10000/mode=loop", numProcs: "2", den: "ServerReset/impl=wheel/live=10000/mode=loop", denProcs: "2", min: 2, numHead: "runtime", denHead: "timingwheel", filed: "1.05–1.19x"},
+	{what: "an idle conn's Read re-arm, one goroutine: own `*time.Timer` ÷ `h.IdleConn`", num: "ServerConnRead/impl=runtime/live=10000/mode=loop", numProcs: "2", den: "ServerConnRead/impl=wheel/live=10000/mode=loop", denProcs: "2", min: 1.5, numHead: "runtime", denHead: "timingwheel", filed: "1.14–1.35x"},
+	{what: "`AfterFunc(d, f).Stop()` from 8 goroutines per core next to 10^6 live timers, timingwheel's speed-up from one core to two: GOMAXPROCS=1 ÷ 2", num: "ArmStopParallel/impl=wheel/live=1000000", numProcs: "1", den: "ArmStopParallel/impl=wheel/live=1000000", denProcs: "2", min: 1.8, numHead: "GOMAXPROCS=1", denHead: "GOMAXPROCS=2", filed: "1.20–1.31x"},
 }
 
 // met says whether a ratio r with significance sig reaches the target.
@@ -90,14 +78,10 @@ func (d *doc) server() {
 		d.p("%s, ns/op:\n\n", strings.ToUpper(sb.what[:1])+sb.what[1:])
 		t := newTable([]string{"live", "mode", "GOMAXPROCS"}, []string{"timingwheel: " + sb.wheel, "runtime: " + sb.other},
 			ratio{1, 0, "runtime ÷ timingwheel", true})
-		for _, n := range d.res.names(name + "/impl=runtime/") {
-			w := withImpl(n, "wheel")
+		d.tablePerProcs(t, d.res.names(name+"/impl=runtime/"), func(n, pr string) ([]string, []*sample) {
 			live, mode := caseParts(n)
-			for _, pr := range d.res.procsOf(n) {
-				d.add(t, []string{live, mode, pr}, d.get(w, pr, "ns/op"), d.get(n, pr, "ns/op"))
-			}
-		}
-		d.table(t)
+			return []string{live, mode, pr}, []*sample{d.get(withImpl(n, "wheel"), pr, "ns/op"), d.get(n, pr, "ns/op")}
+		})
 	}
 	d.p("Speed-up from one core to two of `mode=parallel` (time per operation at GOMAXPROCS=1 ÷ at 2; below\n")
 	d.p("1x the second core makes things slower):\n\n")
