@@ -25,17 +25,6 @@ var (
 	NewStarted   = newStarted
 	Long         = long
 
-	// Conns, and what a test checks on them.
-	TCPPair             = tcpPair
-	Pipe                = pipe
-	Send                = send
-	Receive             = receive
-	AssertTimeout       = assertTimeout
-	AssertIdleErr       = assertIdleErr
-	AssertPeerSeesClose = assertPeerSeesClose
-	PeerSeesClosed      = peerSeesClosed
-	AdvanceRecovering   = advanceRecovering
-
 	// Panics.
 	MustPanic = mustPanic
 	Recovered = recovered
@@ -44,16 +33,9 @@ var (
 // FakeClock is fakeClock, for the black-box tests.
 type FakeClock = fakeClock
 
-// CloseRace is closeRace, the harness of the tests that race Close with
-// the traffic and the timers of many conns.
-type CloseRace = closeRace
-
 // RecvWithin is recvWithin (a generic function is exported by a wrapper:
 // it has no value until instantiated).
 func RecvWithin[T any](t *testing.T, d time.Duration, ch <-chan T, what string) T {
 	t.Helper()
 	return recvWithin(t, d, ch, what)
 }
-
-// WeakRef is weakRef.
-func WeakRef[T any](p *T) func() bool { return weakRef(p) }
