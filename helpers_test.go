@@ -9,12 +9,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 	"weak"
 
 	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/require"
+	"github.com/timingwheel/timingwheel/internal/watch"
 )
 
 // The helpers of the tests of both packages, each written once: watchdogs
@@ -22,44 +22,19 @@ import (
 // them. export_test.go exports them to the black-box tests (package
 // timingwheel_test).
 
-// goWatched runs f on a goroutine of its own. done is closed when f ends;
-// settle, called after that, raises a panic of f again here, and stops the
-// test here too if f ended its goroutine by t.FailNow (a require inside it)
-// or runtime.Goexit: f has reported why.
-func goWatched(t *testing.T, f func()) (done <-chan struct{}, settle func()) {
-	ch := make(chan struct{})
-	var p any
-	returned := false
-	go func() {
-		defer close(ch)
-		defer func() { p = recover() }()
-		f()
-		returned = true
-	}()
-	return ch, func() {
-		if p != nil {
-			panic(p)
-		}
-		if !returned {
-			t.FailNow()
-		}
-	}
-}
+// The watchdogs, written once for this package's tests and the others'
+// (internal/watch).
+var (
+	goWatched  = watch.GoWatched
+	mustReturn = watch.MustReturn
+	waitWithin = watch.WaitWithin
+	inBubble   = watch.InBubble
+)
 
-// mustReturn runs f on a goroutine of its own and fails the test, naming
-// what hung, unless f returns within d (the hung goroutine is left behind;
-// it holds only the test's own hierarchy). A panic of f is raised again
-// here. If f ends its goroutine by t.FailNow (a require inside it), the test
-// stops here too.
-func mustReturn(t *testing.T, d time.Duration, what string, f func()) {
+// recvWithin is watch.RecvWithin.
+func recvWithin[T any](t testing.TB, d time.Duration, ch <-chan T, what string) T {
 	t.Helper()
-	done, settle := goWatched(t, f)
-	select {
-	case <-done:
-		settle()
-	case <-time.After(d):
-		t.Fatalf("hung: %s did not return within %v", what, d)
-	}
+	return watch.RecvWithin(t, d, ch, what)
 }
 
 // mustProgress runs f on a goroutine of its own, as mustReturn does, and
@@ -90,33 +65,6 @@ func mustProgress(t *testing.T, stall time.Duration, what string, progress *atom
 func stopWithin(t *testing.T, h *Hierarchy, what string) {
 	t.Helper()
 	mustReturn(t, 10*time.Second, "Stop of the driver ("+what+")", h.Stop)
-}
-
-// waitWithin is wg.Wait under mustReturn.
-func waitWithin(t *testing.T, d time.Duration, wg *sync.WaitGroup, what string) {
-	t.Helper()
-	mustReturn(t, d, what, wg.Wait)
-}
-
-// recvWithin waits for a value on ch, failing the test, naming what hung,
-// unless one comes within d.
-func recvWithin[T any](t *testing.T, d time.Duration, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(d):
-		t.Fatalf("hung: %s did not happen within %v", what, d)
-		panic("unreachable")
-	}
-}
-
-// inBubble runs f in a synctest bubble under mustReturn: a driver that
-// spins keeps the bubble from ever blocking, and synctest.Wait from
-// returning.
-func inBubble(t *testing.T, what string, f func(t *testing.T)) {
-	t.Helper()
-	mustReturn(t, 30*time.Second, what+" (in a synctest bubble)", func() { synctest.Test(t, f) })
 }
 
 // advanceWithin is h.Advance under mustReturn.
