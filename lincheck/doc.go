@@ -19,10 +19,14 @@
 // accepts:
 //
 //   - Reset(d) reports whether the timer was armed, and arms it at c+d, where
-//     c is the clock reading at the linearization point; readings never
-//     decrease along the linearization (the clock is monotonic), so a
-//     deadline computed from a reading older than a Reset ordered before it
-//     is rejected. ResetAt(t) arms it at exactly t.
+//     c is a clock reading within the call; the readings of the operations
+//     that change the timer never decrease along the linearization (the
+//     clock is monotonic), so a deadline computed from a reading older than
+//     a change ordered before it is rejected. A deadline read is not one of
+//     them: it reads no clock, and a Reset takes effect at the swap a moment
+//     after its clock reading, so a Deadline in between returns the old
+//     deadline ("Constant cost" in docs/guarantees.md). ResetAt(t) arms it
+//     at exactly t.
 //   - Stop reports whether the timer was armed, and disarms it.
 //   - Deadline returns the deadline of the last arming (the zero Time if
 //     there was none); for a key, Deadline reports whether the key is in the

@@ -160,8 +160,19 @@ func (w wheel) stepOne(s state, in input, out output) (bool, []state) {
 	one := func(ok bool) (bool, []state) {
 		return ok && s.consistent(), []state{s}
 	}
-	if in.kind != opAdvStart && in.kind != opAdvEnd && !s.at(in.b, in.a) {
-		return false, nil
+	// A deadline read is ordered with the operations that change the
+	// timer, not with the clock: it reads no clock, and a Reset takes
+	// effect a moment after its clock reading, so a read in between
+	// returns the old deadline ("Reset" in docs/guarantees.md). Every
+	// operation that changes the timer is ordered with the clock: a
+	// Reset's swap fails, and it reads the clock again, if any other
+	// change landed after its reading.
+	switch in.kind {
+	case opAdvStart, opAdvEnd, opDeadline, opKeyDeadline:
+	default:
+		if !s.at(in.b, in.a) {
+			return false, nil
+		}
 	}
 	switch in.kind {
 	case opReset, opAdd:

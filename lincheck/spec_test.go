@@ -58,6 +58,23 @@ func TestModel_RejectsResetFromClockOlderThanAnEarlierReset(t *testing.T) {
 	)
 }
 
+// A Reset takes effect at its swap, a moment after its clock reading: a
+// Deadline read in between, at a later clock, returns the old deadline. But
+// once the Reset has returned, the old one never comes back.
+func TestModel_DeadlineReadBetweenAResetsClockReadingAndItsSwap(t *testing.T) {
+	assertVerdict(t, false, true, "rejected the old deadline read after the Reset's clock reading, before its swap",
+		step{0, 1, 2, reset(0, 50, 0, 0), output{}},             // deadline 50
+		step{0, 3, 6, reset(0, 50, 100, 120), output{ok: true}}, // read 100: deadline 150
+		step{1, 4, 5, readDL(0, 110, 110), output{dl: 50}},      // the swap comes later
+		step{2, 7, 8, readDL(0, 130, 130), output{dl: 150}},
+	)
+	assertVerdict(t, false, false, "accepted the old deadline read after the Reset returned",
+		step{0, 1, 2, reset(0, 50, 0, 0), output{}},
+		step{0, 3, 4, reset(0, 50, 100, 120), output{ok: true}},
+		step{1, 5, 6, readDL(0, 130, 130), output{dl: 50}},
+	)
+}
+
 // A Deadline read may only see the deadline of an arming, never one that
 // no Reset in any order stores.
 func TestModel_RejectsDeadlineNoArmingStored(t *testing.T) {
