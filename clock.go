@@ -53,16 +53,24 @@ func (h *Hierarchy) Now() time.Time {
 	return h.origin.Add(time.Duration(h.elapsed()))
 }
 
-// Since returns the time elapsed on the hierarchy's clock since t: what
-// h.Now().Sub(t) returns, read as cheaply as the clock allows. On the
-// default clock, with t taken from [Hierarchy.Now] (which carries a
-// monotonic reading), it reads the monotonic clock alone, about half the
-// price of Now. A layer that keeps instants of its own (an idle conn's
-// last activity: package netidle) measures them this way.
-func (h *Hierarchy) Since(t time.Time) time.Duration {
-	h.mustBeMade("Since")
-	if h.realClock {
-		return time.Since(t)
-	}
-	return h.clock.Since(t)
+// Origin returns the hierarchy's origin: its clock's reading when [New]
+// ran. Ticks count from it: a deadline is due at the first multiple of
+// the tick after the origin that is at or after it. [Hierarchy.Now] is
+// Origin().Add(Elapsed()).
+func (h *Hierarchy) Origin() time.Time {
+	h.mustBeMade("Origin")
+	return h.origin
+}
+
+// Elapsed returns the time elapsed on the hierarchy's clock since its
+// [Hierarchy.Origin]: the one clock reading every [Timer.Reset] and
+// [Hierarchy.AfterFunc] takes. On the default clock it reads the monotonic
+// clock alone, about half the price of Now. A layer that keeps instants
+// of its own (an idle conn's last activity: package netidle) keeps them
+// as Elapsed readings, and turns one into a time with
+// Origin().Add(d). With a [clock.Mock] it is negative once the Mock is set
+// before the origin.
+func (h *Hierarchy) Elapsed() time.Duration {
+	h.mustBeMade("Elapsed")
+	return time.Duration(h.elapsed())
 }

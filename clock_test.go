@@ -9,27 +9,33 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestSince_IsNowMinusT: Since(t) is Now().Sub(t) on a Mock, to the
-// nanosecond, and on the default clock no less than the time measured
-// around it.
-func TestSince_IsNowMinusT(t *testing.T) {
+// TestElapsed_IsNowMinusOrigin: Elapsed() is Now().Sub(Origin()) on a
+// Mock, to the nanosecond (also before the origin), Origin is the clock
+// when New ran, and on the default clock Elapsed is no less than the time
+// measured around it.
+func TestElapsed_IsNowMinusOrigin(t *testing.T) {
 	mock := clock.NewMock()
+	mock.Add(time.Hour)
 	h, err := New(WithClock(mock))
 	require.NoError(t, err)
-	start := h.Now()
+	assert.True(t, h.Origin().Equal(mock.Now()))
+	assert.Zero(t, h.Elapsed())
 	mock.Add(5*time.Second + 7)
-	assert.Equal(t, 5*time.Second+7, h.Since(start))
-	assert.Equal(t, h.Now().Sub(start), h.Since(start))
-	assert.Equal(t, -time.Hour+5*time.Second+7, h.Since(start.Add(time.Hour)))
+	assert.Equal(t, 5*time.Second+7, h.Elapsed())
+	assert.Equal(t, h.Now().Sub(h.Origin()), h.Elapsed())
+	assert.True(t, h.Origin().Add(h.Elapsed()).Equal(h.Now()))
+	mock.Set(mock.Now().Add(-time.Hour))
+	assert.Equal(t, -time.Hour+5*time.Second+7, h.Elapsed())
 
+	before := time.Now()
 	rh, err := New()
 	require.NoError(t, err)
 	rh.Stop() // nothing armed; no driver
-	before := time.Now()
-	from := rh.Now()
+	assert.False(t, rh.Origin().Before(before))
 	time.Sleep(time.Millisecond)
-	got := rh.Since(from)
+	got := rh.Elapsed()
 	assert.GreaterOrEqual(t, got, time.Millisecond)
 	assert.LessOrEqual(t, got, time.Since(before))
-	assert.Panics(t, func() { (&Hierarchy{}).Since(from) })
+	assert.Panics(t, func() { (&Hierarchy{}).Elapsed() })
+	assert.Panics(t, func() { (&Hierarchy{}).Origin() })
 }

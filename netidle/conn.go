@@ -93,11 +93,16 @@ func (c *conn) fixErr(op string, err error) error {
 // Every method is safe for concurrent use, as c's are. Conn panics if h or
 // c is nil, idle <= 0, or an option is nil.
 func Conn(h *timingwheel.Hierarchy, c net.Conn, idle time.Duration, opts ...Option) net.Conn {
-	p := newPolicy("Conn", h, idle, opts)
+	p := noOptions
+	if len(opts) > 0 {
+		p = newPolicy("Conn", h, idle, opts)
+	} else {
+		checkArgs("Conn", h, idle)
+	}
 	if c == nil {
 		panic("netidle: Conn called with a nil net.Conn")
 	}
-	return p.wrap(c)
+	return wrap(h, c, int64(idle), p)
 }
 
 // Listener returns l wrapped so that every conn its Accept returns is
@@ -140,26 +145,36 @@ const (
 // decides under it, so a Pause that returned is seen by the next look, and
 // a look that decided to close or to run an event did so before any later
 // Pause or Close. Read and Write never take it.
+//
+// A conn is 128 bytes, a size class of whole cache lines, so it starts on
+// a line and has two. The first holds what a Read and Write only read
+// (the wrapped conn, h, state, the options) and what only the control
+// methods and the look write: other cores' Reads keep it in their caches.
+// The second holds the marks, which every Read or Write with data writes,
+// and the timer, which the look re-arms. p is the options, shared by the
+// conns of a policy (noOptions for a Conn without any).
 type conn struct {
 	net.Conn
-	p     *Policy
-	rd    atomic.Int64  // clock (ns since p.base) at the last Read with data, read-idle event, Resume or SetIdle
-	wr    atomic.Int64  // the same for Writes with data and write-idle events
+	h     *timingwheel.Hierarchy
 	state atomic.Uint32 // timedOut | closed | ..., plus writer per Write in progress
 	mu    sync.Mutex
+	p     *Policy
 	idle  atomic.Int64 // ns; SetIdle changes it under mu
-	// end is the end of the lifetime (ns since p.base; unused without
-	// MaxLifetime) and, once the hierarchy closed the conn, the deadline
-	// it closed it for. Guarded by mu.
+	// end is the end of the lifetime (an Elapsed reading, as the marks;
+	// unused without MaxLifetime) and, once the hierarchy closed the conn,
+	// the deadline it closed it for. Guarded by mu.
 	end int64
+	rd  atomic.Int64 // h.Elapsed() at the last Read with data, read-idle event, Resume or SetIdle
+	wr  atomic.Int64 // the same for Writes with data and write-idle events
 	t   timingwheel.Timer
 }
 
-func (p *Policy) wrap(c net.Conn) net.Conn {
-	ic := &conn{Conn: c, p: p}
-	ic.t.Init(p.h, ic.fire) // the one allocation besides ic: the method value
-	ic.idle.Store(p.idle)
-	now := p.now()
+// wrap returns c wrapped, idle (ns) and p's options counted from now.
+func wrap(h *timingwheel.Hierarchy, c net.Conn, idle int64, p *Policy) net.Conn {
+	ic := &conn{Conn: c, h: h, p: p}
+	ic.t.Init(h, ic.fire) // the one allocation besides ic: the method value
+	ic.idle.Store(idle)
+	now := ic.now()
 	ic.rd.Store(now)
 	ic.wr.Store(now)
 	ic.end = satAdd(now, p.lifetime)
@@ -295,11 +310,11 @@ func (c *conn) IdleDeadline() time.Time {
 	s := c.state.Load()
 	switch {
 	case s&timedOut != 0:
-		return c.p.at(c.end)
+		return c.at(c.end)
 	case s&paused != 0:
 		return time.Time{}
 	}
-	return c.p.at(satAdd(c.idleMark(), c.idle.Load()))
+	return c.at(satAdd(c.idleMark(), c.idle.Load()))
 }
 
 // SetIdle makes d the conn's idle from now on, the current period counted
@@ -315,7 +330,7 @@ func (c *conn) SetIdle(d time.Duration) {
 		return // closed: its deadline stays the one it was closed for
 	}
 	c.idle.Store(int64(d))
-	c.rd.Store(c.p.now())
+	c.rd.Store(c.now())
 	if c.p.allIdle {
 		c.wr.Store(c.rd.Load())
 	}
@@ -345,7 +360,7 @@ func (c *conn) Resume() {
 		return
 	}
 	c.state.And(^uint32(paused))
-	now := c.p.now()
+	now := c.now()
 	c.rd.Store(now)
 	c.wr.Store(now)
 	c.armLocked()
@@ -367,7 +382,7 @@ func (c *conn) idleMark() int64 {
 // now. A mark found later than the reading means a concurrent Read or
 // Write recorded a later one, or the clock went back: see recordBehind.
 func (c *conn) record(m *atomic.Int64) {
-	now := c.p.now()
+	now := c.now()
 	old := m.Load()
 	if now >= old {
 		if now != old {
@@ -386,7 +401,7 @@ func (c *conn) record(m *atomic.Int64) {
 func (c *conn) recordBehind(m *atomic.Int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := c.p.now()
+	now := c.now()
 	if raise(m, now) {
 		return
 	}
@@ -430,8 +445,14 @@ func (c *conn) armLocked() {
 		c.t.Stop()
 		return
 	}
-	c.t.ResetAt(p.at(next))
+	c.t.ResetAt(c.at(next))
 }
+
+// now returns the hierarchy's clock reading, as a mark: h.Elapsed().
+func (c *conn) now() int64 { return int64(c.h.Elapsed()) }
+
+// at returns the instant of mark ns.
+func (c *conn) at(ns int64) time.Time { return c.h.Origin().Add(time.Duration(ns)) }
 
 // satAdd returns a+b, saturated to the int64 range; b >= 0.
 func satAdd(a, b int64) int64 {

@@ -38,14 +38,15 @@ func (c *conn) fire() {
 	// that is earlier: it went back): one due at a later tick that this
 	// Advance reaches waits for the timer armed for it below, and runs
 	// there, in order with the other timers.
-	nowT := p.h.Now()
+	nowT := c.h.Now()
 	armedT := c.t.Deadline()
-	at := p.h.Due(armedT)
+	at := c.h.Due(armedT)
 	fired := !nowT.Before(at) // else the clock went back, or the timer was armed again meanwhile
 	if !fired {
 		at = nowT
 	}
-	now, armed, atNs := int64(nowT.Sub(p.base)), int64(armedT.Sub(p.base)), int64(at.Sub(p.base))
+	origin := c.h.Origin()
+	now, armed, atNs := int64(nowT.Sub(origin)), int64(armedT.Sub(origin)), int64(at.Sub(origin))
 	// A deadline no later than the one fired is due by then, one later
 	// than the instant fired is not; only one between the two is rounded.
 	due := func(d int64) bool {
@@ -55,7 +56,7 @@ func (c *conn) fire() {
 		case d > atNs:
 			return false
 		}
-		return !p.h.Due(p.at(d)).After(at)
+		return !c.h.Due(c.at(d)).After(at)
 	}
 	if p.lifetime > 0 && due(c.end) {
 		c.expireLocked(lifeEnded, c.end)

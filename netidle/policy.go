@@ -22,10 +22,9 @@ import (
 // be changed afterwards with [Control]'s SetIdle.
 type Policy struct {
 	h         *timingwheel.Hierarchy
-	base      time.Time // the hierarchy's clock when the policy was made; its conns count from it
-	idle      int64     // ns, > 0
-	writeIdle int64     // ns; 0: no write-idle event
-	lifetime  int64     // ns; 0: no lifetime
+	idle      int64 // ns, > 0
+	writeIdle int64 // ns; 0: no write-idle event
+	lifetime  int64 // ns; 0: no lifetime
 	onRead    func(net.Conn)
 	onWrite   func(net.Conn)
 	allIdle   bool // a Write with data counts for the idle close too
@@ -42,13 +41,8 @@ func NewPolicy(h *timingwheel.Hierarchy, idle time.Duration, opts ...Option) *Po
 // newPolicy checks and applies the arguments of function (Conn, Listener
 // or NewPolicy), panicking with a message that names it.
 func newPolicy(function string, h *timingwheel.Hierarchy, idle time.Duration, opts []Option) *Policy {
-	if h == nil {
-		panic("netidle: " + function + " called with a nil Hierarchy")
-	}
-	if idle <= 0 {
-		panic(fmt.Sprintf("netidle: %s called with idle %v; it must be positive", function, idle))
-	}
-	p := &Policy{h: h, idle: int64(idle), base: h.Now()}
+	checkArgs(function, h, idle)
+	p := &Policy{h: h, idle: int64(idle)}
 	for i, o := range opts {
 		if o == nil {
 			panic(fmt.Sprintf("netidle: %s called with a nil Option (option %d)", function, i))
@@ -58,6 +52,21 @@ func newPolicy(function string, h *timingwheel.Hierarchy, idle time.Duration, op
 	return p
 }
 
+// checkArgs panics, naming function, if h is nil or idle is not positive.
+func checkArgs(function string, h *timingwheel.Hierarchy, idle time.Duration) {
+	if h == nil {
+		panic("netidle: " + function + " called with a nil Hierarchy")
+	}
+	if idle <= 0 {
+		panic(fmt.Sprintf("netidle: %s called with idle %v; it must be positive", function, idle))
+	}
+}
+
+// noOptions is the options of every conn wrapped with none by [Conn]: its
+// h and idle are unused (a conn keeps its own), so one value serves them
+// all, and such a conn costs no allocation of a policy.
+var noOptions = &Policy{}
+
 // Conn returns c wrapped as [Conn] describes, with the policy's idle and
 // options, its idle and lifetime counted from now. The conn implements
 // [Control]. Conn panics if c is nil.
@@ -65,7 +74,7 @@ func (p *Policy) Conn(c net.Conn) net.Conn {
 	if c == nil {
 		panic("netidle: Policy.Conn called with a nil net.Conn")
 	}
-	return p.wrap(c)
+	return wrap(p.h, c, p.idle, p)
 }
 
 // Listener returns l wrapped so that every conn its Accept returns is
@@ -90,14 +99,8 @@ func (l *listener) Accept() (net.Conn, error) {
 	if err != nil {
 		return c, err
 	}
-	return l.p.wrap(c), nil
+	return wrap(l.p.h, c, l.p.idle, l.p), nil
 }
-
-// now returns the hierarchy's clock reading in ns since p.base.
-func (p *Policy) now() int64 { return int64(p.h.Since(p.base)) }
-
-// at returns the instant ns (since p.base).
-func (p *Policy) at(ns int64) time.Time { return p.base.Add(time.Duration(ns)) }
 
 // countsOut reports whether data written is recorded: with AllIdle or a
 // write-idle event.
