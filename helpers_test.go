@@ -14,6 +14,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/require"
+	"github.com/timingwheel/timingwheel/internal/fakeclock"
 	"github.com/timingwheel/timingwheel/internal/watch"
 )
 
@@ -82,34 +83,13 @@ func advanceTo(t *testing.T, h *Hierarchy, clk interface{ Set(time.Time) }, at t
 	return advanceWithin(t, h, what)
 }
 
-// fakeClock is a manual clock safe for concurrent use. Unlike clock.Mock,
-// moving it does not sleep, so tests can take millions of steps.
-type fakeClock struct {
-	clock.Clock // nil: only Now and Since are implemented
-	mu          sync.Mutex
-	now         time.Time
-}
+// fakeClock is a manual clock safe for concurrent use (internal/fakeclock,
+// shared with netidle's tests and the demos'): unlike clock.Mock, moving it
+// does not sleep, so tests can take millions of steps.
+type fakeClock = fakeclock.Clock
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-func (c *fakeClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
+// newFakeClock returns a fakeClock reading 2026-01-01 00:00 UTC.
+var newFakeClock = fakeclock.New
 
 // newMock returns a hierarchy on a fresh clock.Mock.
 func newMock(t testing.TB, opts ...Option) (*Hierarchy, *clock.Mock) {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/fakeclock"
 	"github.com/timingwheel/timingwheel/internal/watch"
 )
 
@@ -50,34 +51,11 @@ func advanceWithin(t *testing.T, h *timingwheel.Hierarchy, what string) int {
 	return n
 }
 
-// fakeClock is a manual clock safe for concurrent use. Unlike clock.Mock,
-// moving it does not sleep, so tests can take millions of steps.
-type fakeClock struct {
-	clock.Clock // nil: only Now and Since are implemented
-	mu          sync.Mutex
-	now         time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-func (c *fakeClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
+// newFakeClock returns a manual clock safe for concurrent use, reading
+// 2026-01-01 00:00 UTC (internal/fakeclock, shared with the root package's
+// tests and the demos'): unlike clock.Mock, moving it does not sleep, so
+// tests can take millions of steps.
+var newFakeClock = fakeclock.New
 
 // advanceBy moves mock by d and runs h.Advance under mustReturn.
 func advanceBy(t *testing.T, h *timingwheel.Hierarchy, mock interface{ Add(time.Duration) }, d time.Duration, what string) int {

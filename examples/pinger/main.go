@@ -35,12 +35,9 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 
 	"github.com/timingwheel/timingwheel/internal/demo"
@@ -56,8 +53,7 @@ func main() {
 		demo.ExitOnError("pinger", err)
 		rep.print(os.Stdout)
 		if jsonOut != "" {
-			b, _ := json.Marshal(rep)
-			demo.ExitOnError("pinger", os.WriteFile(jsonOut, b, 0o644))
+			demo.ExitOnError("pinger", demo.WriteReport(jsonOut, rep))
 		}
 		if demo.PrintProblems("pinger: FAIL (mode "+rep.Mode+"):", rep.problems()) {
 			os.Exit(1)
@@ -86,31 +82,15 @@ func main() {
 // runChild runs one mode in a fresh process of this program, its output
 // passed through, and returns its report.
 func runChild(cfg config, mode string) (*report, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "pinger")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	out := filepath.Join(dir, "report.json")
-	cmd := exec.Command(exe, "-mode", mode, "-conns", fmt.Sprint(cfg.Conns), "-ping", cfg.Ping.String(),
-		"-timeout", cfg.Timeout.String(), "-interval", cfg.Interval.String(), "-msg", cfg.Msg.String(),
-		"-silent", fmt.Sprint(cfg.Silent), "-duration", cfg.Duration.String(), "-seed", fmt.Sprint(cfg.Seed), "-json", out)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	runErr := cmd.Run()
-	b, err := os.ReadFile(out)
-	if err != nil {
-		return nil, fmt.Errorf("no report (%v): %v", runErr, err)
-	}
 	rep := new(report)
-	if err := json.Unmarshal(b, rep); err != nil {
-		return nil, err
+	ran, err := demo.RunSelf([]string{"-mode", mode, "-conns", fmt.Sprint(cfg.Conns), "-ping", cfg.Ping.String(),
+		"-timeout", cfg.Timeout.String(), "-interval", cfg.Interval.String(), "-msg", cfg.Msg.String(),
+		"-silent", fmt.Sprint(cfg.Silent), "-duration", cfg.Duration.String(), "-seed", fmt.Sprint(cfg.Seed)}, "-json", rep)
+	if err != nil {
+		return nil, fmt.Errorf("%v (the run: %v)", err, ran)
 	}
-	if runErr != nil {
-		return rep, fmt.Errorf("failed: %v", runErr)
+	if ran != nil {
+		return rep, fmt.Errorf("failed: %v", ran)
 	}
 	return rep, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/timingwheel/timingwheel"
 	"github.com/timingwheel/timingwheel/internal/demotest"
+	"github.com/timingwheel/timingwheel/internal/fakeclock"
 	"github.com/timingwheel/timingwheel/netidle"
 )
 
@@ -214,7 +215,7 @@ func serveIdle(h *timingwheel.Hierarchy, ln net.Listener, idle time.Duration, ha
 // closed, and once it falls silent its conn is closed at the idle time, not
 // before, and the server's Read returns the idle error.
 func TestServeIdle(t *testing.T) {
-	mock := &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	mock := fakeclock.New() // a clock moved by hand, without the real millisecond a clock.Mock sleeps per move
 	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
 	type result struct {
 		lines int
@@ -282,37 +283,13 @@ func ping(c net.Conn) {
 	c.Write([]byte("ping\n"))
 }
 
-// manualClock is a clock moved by hand, like clock.Mock but without the
-// millisecond of real time that a Mock sleeps on every move: a day of
-// heartbeats a minute apart is 1,500 moves. It answers only Now and Since,
-// which is all the hierarchy reads without its driver.
-type manualClock struct {
-	clock.Clock // nil: any other method panics
-	mu          sync.Mutex
-	now         time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-
-func (c *manualClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // TestIdleEvents runs idleEvents on a clock advanced by hand, over real
 // sockets on 127.0.0.1: a silent client gets a ping every 15s and is
 // closed after a minute; one that talks at least once a minute (the
 // server echoes each line, so its Read has re-armed the idle close before
 // the clock moves on) stays open until it is cut at a day.
 func TestIdleEvents(t *testing.T) {
-	mock := &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	mock := fakeclock.New() // a clock moved by hand, without the real millisecond a clock.Mock sleeps per move
 	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
 	ln := demotest.Listen(t)
 	wrapped := idleEvents(h, ln)

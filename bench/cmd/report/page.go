@@ -125,6 +125,21 @@ func (d *doc) units(name, procs string, units []string) []*sample {
 	return cells
 }
 
+// newThreeWayTable is a table of the wheel against the runtime and
+// go-zero: labels, the three value columns (a row's cells from threeWays)
+// and the ratio of each other way to the wheel.
+func newThreeWayTable(labels []string) *table {
+	return newTable(labels, []string{"timingwheel", "runtime", "go-zero"},
+		ratio{1, 0, "runtime ÷ timingwheel", true}, ratio{2, 0, "go-zero ÷ timingwheel", true})
+}
+
+// threeWays is the sample of unit at GOMAXPROCS procs of the wheel's
+// benchmark name and of the runtime's and go-zero's same benchmark: the
+// cells of a row of a newThreeWayTable.
+func (d *doc) threeWays(name, procs, unit string) []*sample {
+	return []*sample{d.get(name, procs, unit), d.get(withImpl(name, "runtime"), procs, unit), d.get(withImpl(name, "gozero"), procs, unit)}
+}
+
 func (d *doc) table(t *table) {
 	if len(t.rows) == 0 {
 		return

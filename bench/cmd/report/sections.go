@@ -399,11 +399,10 @@ func (d *doc) churn() {
 	if d.plots["churn"] != "" {
 		d.p("![ns/op of AfterFunc(d, f).Stop() against the number of live timers, per implementation](%s)\n\n", d.plots["churn"])
 	}
-	t := newTable([]string{"benchmark", "case"}, []string{"timingwheel", "runtime", "go-zero"},
-		ratio{1, 0, "runtime ÷ timingwheel", true}, ratio{2, 0, "go-zero ÷ timingwheel", true})
+	t := newThreeWayTable([]string{"benchmark", "case"})
 	for _, n := range append(churn, reset...) {
 		top, _, _ := strings.Cut(n, "/")
-		d.add(t, []string{top, caseOf(n)}, d.get(n, "2", "ns/op"), d.get(withImpl(n, "runtime"), "2", "ns/op"), d.get(withImpl(n, "gozero"), "2", "ns/op"))
+		d.add(t, []string{top, caseOf(n)}, d.threeWays(n, "2", "ns/op")...)
 	}
 	d.table(t)
 }
@@ -471,11 +470,10 @@ func (d *doc) expiry() {
 		d.p("expiry: while goroutine creation keeps up it needs about a second of CPU and thousands of\n")
 		d.p("goroutines; once it falls behind, hundreds of thousands pile up and it needs several times more.\n")
 		d.p("`state=cold` is the first mass expiry in the process, `state=warm` the second.\n\n")
-		t := newTable([]string{"case", "metric"}, []string{"timingwheel", "runtime", "go-zero"},
-			ratio{1, 0, "runtime ÷ timingwheel", true}, ratio{2, 0, "go-zero ÷ timingwheel", true})
+		t := newThreeWayTable([]string{"case", "metric"})
 		for _, unit := range []string{"fire-cpu-sec/op", "wall-sec/op", "max-goroutines"} {
 			for _, n := range cold {
-				d.add(t, []string{caseOf(n), unit}, d.get(n, "2", unit), d.get(withImpl(n, "runtime"), "2", unit), d.get(withImpl(n, "gozero"), "2", unit))
+				d.add(t, []string{caseOf(n), unit}, d.threeWays(n, "2", unit)...)
 			}
 		}
 		d.table(t)

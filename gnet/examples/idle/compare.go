@@ -1,12 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -19,33 +16,20 @@ import (
 // fresh process each keeps one impl's heap, goroutines and CPU out of the
 // next one's numbers. It returns the exit status: 1 if any run failed.
 func runAll(cfg config) int {
-	self, err := os.Executable()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "idle: -impl all runs this program again, but cannot find it:", err)
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "idle-all-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "idle:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
 	status := 0
 	var reps []*report
 	for i, impl := range impls {
 		if i > 0 {
 			fmt.Println()
 		}
-		file := filepath.Join(dir, impl+".json")
-		cmd := exec.Command(self, childArgs(cfg, impl, file)...)
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "idle: impl %s: %v\n", impl, err)
+		rep := new(report)
+		ran, err := demo.RunSelf(childArgs(cfg, impl), "-report", rep)
+		if ran != nil {
+			fmt.Fprintf(os.Stderr, "idle: impl %s: %v\n", impl, ran)
 			status = 1
 		}
-		rep, err := readReport(file)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "idle: impl %s left no report: %v\n", impl, err)
+			fmt.Fprintf(os.Stderr, "idle: impl %s: %v\n", impl, err)
 			status = 1
 			continue
 		}
@@ -64,8 +48,8 @@ func runAll(cfg config) int {
 }
 
 // childArgs are the flags of one impl's run, with everything else as cfg
-// has it.
-func childArgs(cfg config, impl, reportTo string) []string {
+// has it (RunSelf adds -report).
+func childArgs(cfg config, impl string) []string {
 	return []string{
 		"-impl", impl,
 		"-seed", strconv.FormatUint(cfg.Seed, 10),
@@ -74,25 +58,7 @@ func childArgs(cfg config, impl, reportTo string) []string {
 		"-timeout", cfg.Timeout.String(),
 		"-interval", cfg.Interval.String(),
 		"-silent", strconv.FormatFloat(cfg.Silent, 'g', -1, 64),
-		"-report", reportTo,
 	}
-}
-
-func writeReport(file string, rep *report) error {
-	b, err := json.Marshal(rep)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(file, b, 0o644)
-}
-
-func readReport(file string) (*report, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	rep := new(report)
-	return rep, json.Unmarshal(b, rep)
 }
 
 // printComparison prints the impls' reports side by side, one column each.

@@ -48,7 +48,7 @@ func main() {
 	demo.ExitOnError("idle", err)
 	rep.print(os.Stdout)
 	if reportTo != "" {
-		demo.ExitOnError("idle", writeReport(reportTo, rep))
+		demo.ExitOnError("idle", demo.WriteReport(reportTo, rep))
 	}
 	if demo.PrintProblems("idle: FAIL (impl "+rep.Impl+"):", rep.problems()) {
 		os.Exit(1)
@@ -70,11 +70,8 @@ func parseFlags(args []string, errOut io.Writer) (config, string, error) {
 		"scans every conn's last activity), afterfunc (a time.AfterFunc per conn), or all: the three in turn, compared")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed for who falls silent when and for the jitter (0: pick one)")
 	fs.StringVar(&reportTo, "report", "", "also write the report as JSON to this `file` (-impl all uses it)")
-	if err := fs.Parse(args); err != nil {
+	if err := demo.ParseFlags(fs, args); err != nil {
 		return config{}, "", err
-	}
-	if fs.NArg() > 0 {
-		return config{}, "", fmt.Errorf("unexpected argument %q (settings are flags; see -help)", fs.Arg(0))
 	}
 	if err := cfg.validate(); err != nil {
 		return config{}, "", err

@@ -64,6 +64,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-impl", "all"}, ""},
 		{[]string{"-impl", "heap"}, "-impl must be wheel, scan, afterfunc or all"},
 		{[]string{"-impl", "all", "-report", "x.json"}, "-report takes one impl's report"},
+		{[]string{"extra"}, "unexpected argument"},
 	})
 	if cfg, _, _ := parseFlags(nil, io.Discard); cfg.Impl != implWheel {
 		t.Errorf("the default impl is %q, want wheel", cfg.Impl)
