@@ -984,7 +984,7 @@ func TestIdleEvents_MatchModelThroughClockJumps(t *testing.T) {
 		{timingwheel.WithShards(4), timingwheel.WithLevels(2, 2)},
 		{timingwheel.WithShards(3), timingwheel.WithParallelCallbacks(), timingwheel.WithLevels(10, 3, 7)},
 	} {
-		mock := clock.NewMock()
+		mock := newFakeClock() // as a Mock, but moving it does not sleep
 		h, err := timingwheel.New(append([]timingwheel.Option{timingwheel.WithClock(mock)}, o...)...)
 		require.NoError(t, err)
 		r := rand.New(rand.NewPCG(uint64(len(o)), 11))
