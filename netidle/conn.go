@@ -93,16 +93,16 @@ func (c *conn) fixErr(op string, err error) error {
 // Every method is safe for concurrent use, as c's are. Conn panics if h or
 // c is nil, idle <= 0, or an option is nil.
 func Conn(h *timingwheel.Hierarchy, c net.Conn, idle time.Duration, opts ...Option) net.Conn {
-	p := noOptions
+	checkArgs("Conn", h, idle)
+	o := noOptions
 	if len(opts) > 0 {
-		p = newPolicy("Conn", h, idle, opts)
-	} else {
-		checkArgs("Conn", h, idle)
+		o = new(options)
+		o.apply("Conn", opts)
 	}
 	if c == nil {
 		panic("netidle: Conn called with a nil net.Conn")
 	}
-	return wrap(h, c, int64(idle), p)
+	return wrap(h, c, int64(idle), o)
 }
 
 // Listener returns l wrapped so that every conn its Accept returns is
@@ -151,14 +151,14 @@ const (
 // (the wrapped conn, h, state, the options) and what only the control
 // methods and the look write: other cores' Reads keep it in their caches.
 // The second holds the marks, which every Read or Write with data writes,
-// and the timer, which the look re-arms. p is the options, shared by the
+// and the timer, which the look re-arms. o is the options, shared by the
 // conns of a policy (noOptions for a Conn without any).
 type conn struct {
 	net.Conn
 	h     *timingwheel.Hierarchy
 	state atomic.Uint32 // timedOut | closed | ..., plus writer per Write in progress
 	mu    sync.Mutex
-	p     *Policy
+	o     *options
 	idle  atomic.Int64 // ns; SetIdle changes it under mu
 	// end is the end of the lifetime (an Elapsed reading, as the marks;
 	// unused without MaxLifetime) and, once the hierarchy closed the conn,
@@ -170,14 +170,14 @@ type conn struct {
 }
 
 // wrap returns c wrapped, idle (ns) and p's options counted from now.
-func wrap(h *timingwheel.Hierarchy, c net.Conn, idle int64, p *Policy) net.Conn {
-	ic := &conn{Conn: c, h: h, p: p}
+func wrap(h *timingwheel.Hierarchy, c net.Conn, idle int64, o *options) net.Conn {
+	ic := &conn{Conn: c, h: h, o: o}
 	ic.t.Init(h, ic.fire) // the one allocation besides ic: the method value
 	ic.idle.Store(idle)
 	now := ic.now()
 	ic.rd.Store(now)
 	ic.wr.Store(now)
-	ic.end = satAdd(now, p.lifetime)
+	ic.end = satAdd(now, o.lifetime)
 	ic.mu.Lock()
 	ic.armLocked()
 	ic.mu.Unlock()
@@ -204,17 +204,17 @@ func (c *conn) Write(b []byte) (int, error) {
 	if c.state.Load()&timedOut != 0 {
 		return 0, c.closedErr("write")
 	}
-	if !c.p.countsOut() {
+	if !c.o.countsOut() {
 		n, err := c.Conn.Write(b)
 		return n, c.fixErr("write", err)
 	}
-	w := c.p.writeIdle > 0
+	w := c.o.writeIdle > 0
 	if w {
 		c.state.Add(writer)
 	}
 	var n int
 	var err error
-	if !c.p.allIdle || len(b) <= writePiece || !isStream(c.Conn) {
+	if !c.o.allIdle || len(b) <= writePiece || !isStream(c.Conn) {
 		n, err = c.Conn.Write(b)
 		if n > 0 {
 			c.movedOut() // before the Write stops counting as in progress
@@ -258,7 +258,7 @@ func (c *conn) movedIn() { c.record(&c.rd) }
 
 // movedOut records data written, if written data counts.
 func (c *conn) movedOut() {
-	if c.p.countsOut() {
+	if c.o.countsOut() {
 		c.record(&c.wr)
 	}
 }
@@ -331,7 +331,7 @@ func (c *conn) SetIdle(d time.Duration) {
 	}
 	c.idle.Store(int64(d))
 	c.rd.Store(c.now())
-	if c.p.allIdle {
+	if c.o.allIdle {
 		c.wr.Store(c.rd.Load())
 	}
 	if c.state.Load()&paused == 0 {
@@ -372,7 +372,7 @@ var _ Control = (*conn)(nil)
 // from: the last data read, or with AllIdle moved either way.
 func (c *conn) idleMark() int64 {
 	m := c.rd.Load()
-	if c.p.allIdle {
+	if c.o.allIdle {
 		m = max(m, c.wr.Load())
 	}
 	return m
@@ -430,15 +430,15 @@ func raise(m *atomic.Int64, now int64) bool {
 // event) and the write-idle event; or stops it if there is none. c.mu must
 // be held.
 func (c *conn) armLocked() {
-	p := c.p
+	o := c.o
 	next := int64(math.MaxInt64)
-	if p.lifetime > 0 {
+	if o.lifetime > 0 {
 		next = c.end
 	}
 	if c.state.Load()&paused == 0 {
 		next = min(next, satAdd(c.idleMark(), c.idle.Load()))
-		if p.writeIdle > 0 {
-			next = min(next, satAdd(c.wr.Load(), p.writeIdle))
+		if o.writeIdle > 0 {
+			next = min(next, satAdd(c.wr.Load(), o.writeIdle))
 		}
 	}
 	if next == math.MaxInt64 {

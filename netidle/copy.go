@@ -53,7 +53,7 @@ func (c *conn) ReadFrom(r io.Reader) (int64, error) {
 	if !ok {
 		return io.Copy(writerOnly{c}, r) // Write counts
 	}
-	if !c.p.countsOut() {
+	if !c.o.countsOut() {
 		n, err := rf.ReadFrom(r)
 		return n, c.fixErr("readfrom", err)
 	}

@@ -16,7 +16,7 @@ package netidle
 // event, the write-idle event is decided afresh under mu. If a function
 // panics, the timer is armed again first, so the conn keeps its events.
 func (c *conn) fire() {
-	p := c.p
+	o := c.o
 	c.mu.Lock()
 	locked := true
 	defer func() {
@@ -58,7 +58,7 @@ func (c *conn) fire() {
 		}
 		return !c.h.Due(c.at(d)).After(at)
 	}
-	if p.lifetime > 0 && due(c.end) {
+	if o.lifetime > 0 && due(c.end) {
 		c.expireLocked(lifeEnded, c.end)
 		return
 	}
@@ -67,7 +67,7 @@ func (c *conn) fire() {
 		return
 	}
 	if d := satAdd(c.idleMark(), c.idle.Load()); due(d) {
-		if p.onRead == nil {
+		if o.onRead == nil {
 			c.expireLocked(0, d)
 			return
 		}
@@ -75,7 +75,7 @@ func (c *conn) fire() {
 		c.state.Or(inReadEv)
 		c.mu.Unlock()
 		locked = false
-		p.onRead(c)
+		o.onRead(c)
 		c.mu.Lock()
 		locked = true
 		c.state.And(^uint32(inReadEv))
@@ -83,15 +83,15 @@ func (c *conn) fire() {
 			return // f closed or paused the conn (Pause armed the timer)
 		}
 	}
-	if p.writeIdle > 0 {
+	if o.writeIdle > 0 {
 		switch {
 		case c.state.Load() >= writer: // a Write in progress: not idle
 			raise(&c.wr, now)
-		case due(satAdd(c.wr.Load(), p.writeIdle)):
+		case due(satAdd(c.wr.Load(), o.writeIdle)):
 			raise(&c.wr, now)
 			c.mu.Unlock()
 			locked = false
-			p.onWrite(c)
+			o.onWrite(c)
 			c.mu.Lock()
 			locked = true
 			if c.state.Load()&(timedOut|closed|paused) != 0 {

@@ -32,12 +32,12 @@ import (
 // A later option of the same kind replaces an earlier one. A nil Option
 // makes Conn, Listener and NewPolicy panic.
 type Option interface {
-	apply(p *Policy)
+	apply(o *options)
 }
 
-type optionFunc func(p *Policy)
+type optionFunc func(o *options)
 
-func (f optionFunc) apply(p *Policy) { f(p) }
+func (f optionFunc) apply(o *options) { f(o) }
 
 // OnReadIdle makes read idle an event instead of a close: when idle (the
 // duration given to Conn, Listener or NewPolicy) has passed since the conn
@@ -52,7 +52,7 @@ func OnReadIdle(f func(c net.Conn)) Option {
 	if f == nil {
 		panic("netidle: OnReadIdle called with a nil func")
 	}
-	return optionFunc(func(p *Policy) { p.onRead = f })
+	return optionFunc(func(o *options) { o.onRead = f })
 }
 
 // OnWriteIdle runs f with the conn when d has passed since it was wrapped,
@@ -86,7 +86,7 @@ func OnWriteIdle(d time.Duration, f func(c net.Conn)) Option {
 	if f == nil {
 		panic("netidle: OnWriteIdle called with a nil func")
 	}
-	return optionFunc(func(p *Policy) { p.writeIdle, p.onWrite = int64(d), f })
+	return optionFunc(func(o *options) { o.writeIdle, o.onWrite = int64(d), f })
 }
 
 // MaxLifetime closes the conn d after it was wrapped (for Listener:
@@ -100,7 +100,7 @@ func MaxLifetime(d time.Duration) Option {
 	if d <= 0 {
 		panic(fmt.Sprintf("netidle: MaxLifetime called with %v; the duration must be positive", d))
 	}
-	return optionFunc(func(p *Policy) { p.lifetime = int64(d) })
+	return optionFunc(func(o *options) { o.lifetime = int64(d) })
 }
 
 // AllIdle makes the idle close (or [OnReadIdle]'s event) come once idle
@@ -112,5 +112,5 @@ func MaxLifetime(d time.Duration) Option {
 // network "unix") is written, and counted, piece by piece, and data that
 // io.Copy moves through the kernel's paths counts as it moves (see [Conn]).
 func AllIdle() Option {
-	return optionFunc(func(p *Policy) { p.allIdle = true })
+	return optionFunc(func(o *options) { o.allIdle = true })
 }

@@ -21,8 +21,16 @@ import (
 // A Policy is immutable and safe for concurrent use. A conn's own idle can
 // be changed afterwards with [Control]'s SetIdle.
 type Policy struct {
-	h         *timingwheel.Hierarchy
-	idle      int64 // ns, > 0
+	h    *timingwheel.Hierarchy
+	idle int64   // ns, > 0
+	o    options // its conns point here
+}
+
+// options are the events and counting a policy's Options set, which its
+// conns share by pointer. A Conn given options has a set of its own, made
+// by itself (48 bytes); one given none, and every conn of a Policy, makes
+// none.
+type options struct {
 	writeIdle int64 // ns; 0: no write-idle event
 	lifetime  int64 // ns; 0: no lifetime
 	onRead    func(net.Conn)
@@ -43,13 +51,19 @@ func NewPolicy(h *timingwheel.Hierarchy, idle time.Duration, opts ...Option) *Po
 func newPolicy(function string, h *timingwheel.Hierarchy, idle time.Duration, opts []Option) *Policy {
 	checkArgs(function, h, idle)
 	p := &Policy{h: h, idle: int64(idle)}
-	for i, o := range opts {
-		if o == nil {
+	p.o.apply(function, opts)
+	return p
+}
+
+// apply applies opts to o, panicking with a message that names function
+// if one is nil.
+func (o *options) apply(function string, opts []Option) {
+	for i, opt := range opts {
+		if opt == nil {
 			panic(fmt.Sprintf("netidle: %s called with a nil Option (option %d)", function, i))
 		}
-		o.apply(p)
+		opt.apply(o)
 	}
-	return p
 }
 
 // checkArgs panics, naming function, if h is nil or idle is not positive.
@@ -62,10 +76,8 @@ func checkArgs(function string, h *timingwheel.Hierarchy, idle time.Duration) {
 	}
 }
 
-// noOptions is the options of every conn wrapped with none by [Conn]: its
-// h and idle are unused (a conn keeps its own), so one value serves them
-// all, and such a conn costs no allocation of a policy.
-var noOptions = &Policy{}
+// noOptions is the options of every conn wrapped with none by [Conn].
+var noOptions = &options{}
 
 // Conn returns c wrapped as [Conn] describes, with the policy's idle and
 // options, its idle and lifetime counted from now. The conn implements
@@ -74,7 +86,7 @@ func (p *Policy) Conn(c net.Conn) net.Conn {
 	if c == nil {
 		panic("netidle: Policy.Conn called with a nil net.Conn")
 	}
-	return wrap(p.h, c, p.idle, p)
+	return wrap(p.h, c, p.idle, &p.o)
 }
 
 // Listener returns l wrapped so that every conn its Accept returns is
@@ -99,9 +111,9 @@ func (l *listener) Accept() (net.Conn, error) {
 	if err != nil {
 		return c, err
 	}
-	return wrap(l.p.h, c, l.p.idle, l.p), nil
+	return wrap(l.p.h, c, l.p.idle, &l.p.o), nil
 }
 
 // countsOut reports whether data written is recorded: with AllIdle or a
 // write-idle event.
-func (p *Policy) countsOut() bool { return p.allIdle || p.writeIdle > 0 }
+func (o *options) countsOut() bool { return o.allIdle || o.writeIdle > 0 }
