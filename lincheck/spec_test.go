@@ -58,6 +58,25 @@ func TestModel_RejectsResetFromClockOlderThanAnEarlierReset(t *testing.T) {
 	)
 }
 
+// Every change of the timer is ordered with the clock, Stop too: a Reset
+// ordered after a Stop (it returned false) swapped against the Stop's
+// notFiled, so it read the clock after the Stop, at 100 or later.
+func TestModel_RejectsResetFromClockOlderThanAStopOrderedBeforeIt(t *testing.T) {
+	stop := func(key int, b, a int64) input { return input{kind: opStop, key: key, b: b, a: a} }
+	assertVerdict(t, false, false, "accepted a deadline from a clock read before a Stop ordered earlier",
+		step{0, 1, 2, reset(0, 50, 0, 0), output{}},
+		step{1, 3, 6, reset(0, 50, 90, 120), output{}}, // false: after the Stop
+		step{2, 4, 5, stop(0, 100, 100), output{ok: true}},
+		step{3, 7, 8, readDL(0, 130, 130), output{dl: 140}}, // 90+50: before the Stop
+	)
+	assertVerdict(t, false, true, "rejected a Reset that read the clock after the Stop",
+		step{0, 1, 2, reset(0, 50, 0, 0), output{}},
+		step{1, 3, 6, reset(0, 50, 90, 120), output{}},
+		step{2, 4, 5, stop(0, 100, 100), output{ok: true}},
+		step{3, 7, 8, readDL(0, 130, 130), output{dl: 155}},
+	)
+}
+
 // A Reset takes effect at its swap, a moment after its clock reading: a
 // Deadline read in between, at a later clock, returns the old deadline. But
 // once the Reset has returned, the old one never comes back.
