@@ -37,8 +37,8 @@ type httpIdleServer struct {
 	h      *timingwheel.Hierarchy
 	url    string
 	mu     sync.Mutex
-	idleAt map[net.Conn]time.Time // on the hierarchy's clock, the last StateIdle
-	closed chan time.Duration     // how long after its last StateIdle a conn was closed
+	idleAt map[net.Conn]time.Time // when its last idle period began: Resume's clock reading
+	closed chan time.Duration     // how long after its last idle period began a conn was closed
 }
 
 func startHTTPIdleServer(t *testing.T, idle time.Duration) *httpIdleServer {
@@ -66,7 +66,10 @@ func startHTTPIdleServer(t *testing.T, idle time.Duration) *httpIdleServer {
 		defer s.mu.Unlock()
 		switch st {
 		case http.StateIdle:
-			s.idleAt[c] = h.Now()
+			// The instant Resume counted the idle from, not a reading of
+			// the clock taken after it (later by however long this
+			// goroutine waited in between).
+			s.idleAt[c] = c.(netidle.Control).IdleDeadline().Add(-idle)
 		case http.StateClosed:
 			if at, ok := s.idleAt[c]; ok {
 				s.closed <- h.Now().Sub(at)
