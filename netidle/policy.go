@@ -76,6 +76,9 @@ func checkArgs(function string, h *timingwheel.Hierarchy, idle time.Duration) {
 	}
 }
 
+// wrap returns c wrapped with p's idle and options.
+func (p *Policy) wrap(c net.Conn) net.Conn { return wrap(p.h, c, p.idle, &p.o) }
+
 // noOptions is the options of every conn wrapped with none by [Conn].
 var noOptions = &options{}
 
@@ -86,7 +89,7 @@ func (p *Policy) Conn(c net.Conn) net.Conn {
 	if c == nil {
 		panic("netidle: Policy.Conn called with a nil net.Conn")
 	}
-	return wrap(p.h, c, p.idle, &p.o)
+	return p.wrap(c)
 }
 
 // Listener returns l wrapped so that every conn its Accept returns is
@@ -111,7 +114,7 @@ func (l *listener) Accept() (net.Conn, error) {
 	if err != nil {
 		return c, err
 	}
-	return wrap(l.p.h, c, l.p.idle, &l.p.o), nil
+	return l.p.wrap(c), nil
 }
 
 // countsOut reports whether data written is recorded: with AllIdle or a
