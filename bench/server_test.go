@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math/rand/v2"
 	"net"
 	"runtime"
 	"strconv"
@@ -24,6 +25,13 @@ import (
 //	mode=loop      one goroutine (b.Loop), walking order(n, true)
 //	mode=parallel  parallelism goroutines per GOMAXPROCS (b.RunParallel with
 //	               b.SetParallelism), each walking its own random order
+//	               over all n: every timer is re-armed from every processor
+//	mode=owned     the same goroutines, each re-arming only its own block
+//	               of n/goroutines timers (in random order), as each
+//	               connection's reader re-arms only its own connection's:
+//	               a timer's memory stays with the processor that runs its
+//	               reader, as in a server, instead of moving between cores
+//	               on about every other re-arm as in mode=parallel
 //
 // Run them with -cpu 1,2: a second core should make the parallel rows
 // faster, not slower. The live timers of one size are loaded once and
@@ -41,7 +49,7 @@ var serverLive = []int{10_000, million}
 const serverIdle = 60 * time.Second
 
 // serverModes are the sub-benchmarks of each loaded set, in the order run.
-var serverModes = []string{"loop", "parallel"}
+var serverModes = []string{"loop", "parallel", "owned"}
 
 // serverRun runs, for each size and each of impls in turn, load once and
 // then each mode as BenchmarkX/impl=<impl>/live=<n>/mode=<mode>, and drops
@@ -65,7 +73,11 @@ func serverRun[S any](b *testing.B, impls []string, load func(b *testing.B, impl
 						loop(b, s, order(n, true))
 						return
 					}
-					orders := goroutineOrders(n, parallelism*runtime.GOMAXPROCS(0))
+					g := parallelism * runtime.GOMAXPROCS(0)
+					orders := goroutineOrders(n, g)
+					if mode == "owned" {
+						orders = ownedOrders(n, g)
+					}
 					var next atomic.Int64
 					b.SetParallelism(parallelism)
 					b.ResetTimer() // RunParallel, unlike b.Loop, does not leave the setup out
@@ -80,6 +92,22 @@ func serverRun[S any](b *testing.B, impls []string, load func(b *testing.B, impl
 			}
 		}
 	}
+}
+
+// ownedOrders splits 0..n-1 into g contiguous blocks, one per
+// b.RunParallel goroutine, each shuffled: the goroutines share no timer,
+// and (the blocks being contiguous) only the timers at a block's edge
+// share a cache line with another goroutine's.
+func ownedOrders(n, g int) [][]int32 {
+	all := order(n, false)
+	r := rand.New(rand.NewPCG(11, uint64(n)))
+	orders := make([][]int32, g)
+	for i := range orders {
+		o := all[i*n/g : (i+1)*n/g]
+		r.Shuffle(len(o), func(a, b int) { o[a], o[b] = o[b], o[a] })
+		orders[i] = o
+	}
+	return orders
 }
 
 // serverTimers is one loaded set of BenchmarkServerReset: the wheel's
