@@ -451,7 +451,7 @@ func TestServerSectionPairsTheImplsAndJudgesTheTargets(t *testing.T) {
 			w := d.get(name+"/impl=wheel/live="+live+"/mode=parallel", "1", "ns/op")
 			w2 := d.get(name+"/impl=wheel/live="+live+"/mode=parallel", "2", "ns/op")
 			x, c := d.res.compare(w, w2)
-			if row := "| " + name + " | " + live + " | timingwheel | " + w2.String() + " | " + w.String() + " | " + ratioText(x, c) + " |"; !strings.Contains(sec, row) {
+			if row := "| " + name + " | " + live + " | parallel | timingwheel | " + w2.String() + " | " + w.String() + " | " + ratioText(x, c) + " |"; !strings.Contains(sec, row) {
 				t.Errorf("no speed-up row %s", row)
 			}
 		}

@@ -61,7 +61,10 @@ func (d *doc) server() {
 	d.p("The server shape ([`bench/server_test.go`](%s/bench/server_test.go)): the timers, or the idle\n", d.root)
 	d.p("conns, are made on one goroutine, as an accept loop makes each conn's, and then re-armed to a later\n")
 	d.p("deadline (60 s from now) by random index, as each conn's reader re-arms its own on every Read:\n")
-	d.p("`mode=loop` from one goroutine, `mode=parallel` from 8 goroutines per GOMAXPROCS. `live` is how many\n")
+	d.p("`mode=loop` from one goroutine, `mode=parallel` from 8 goroutines per GOMAXPROCS, each over all the\n")
+	d.p("timers (so on two cores about every other re-arm finds its timer's memory last written by the other\n")
+	d.p("core), `mode=owned` from the same goroutines, each re-arming only its own block of them, as a conn's\n")
+	d.p("reader re-arms only its conn's timer (a timer's memory stays on one core). `live` is how many\n")
 	d.p("timers or conns there are (10^4 stay in cache, 10^6 do not); nothing else is live. timingwheel's\n")
 	d.p("timers are held by value in a slice of structs, bound with `Init`; the runtime's are\n")
 	d.p("`time.AfterFunc` timers. The conns wrap a fake `net.Conn` whose Read returns 1 byte at once, so that\n")
@@ -83,17 +86,17 @@ func (d *doc) server() {
 			return []string{live, mode, pr}, []*sample{d.get(withImpl(n, "wheel"), pr, "ns/op"), d.get(n, pr, "ns/op")}
 		})
 	}
-	d.p("Speed-up from one core to two of `mode=parallel` (time per operation at GOMAXPROCS=1 ÷ at 2; below\n")
+	d.p("Speed-up from one core to two of `mode=parallel` and `mode=owned` (time per operation at GOMAXPROCS=1 ÷ at 2; below\n")
 	d.p("1x the second core makes things slower):\n\n")
-	s := newTable([]string{"benchmark", "live", "who"}, []string{"GOMAXPROCS=2", "GOMAXPROCS=1"}, ratio{1, 0, "speed-up (1 ÷ 2)", false})
+	s := newTable([]string{"benchmark", "live", "mode", "who"}, []string{"GOMAXPROCS=2", "GOMAXPROCS=1"}, ratio{1, 0, "speed-up (1 ÷ 2)", false})
 	for _, name := range present {
 		for _, n := range d.res.names(name + "/impl=runtime/") {
-			if !strings.HasSuffix(n, "/mode=parallel") {
+			live, mode := caseParts(n)
+			if mode == "loop" {
 				continue
 			}
-			live, _ := caseParts(n)
 			for _, m := range []string{withImpl(n, "wheel"), n} {
-				d.add(s, []string{name, live, implLabel(m)}, d.get(m, "2", "ns/op"), d.get(m, "1", "ns/op"))
+				d.add(s, []string{name, live, mode, implLabel(m)}, d.get(m, "2", "ns/op"), d.get(m, "1", "ns/op"))
 			}
 		}
 	}
