@@ -2,7 +2,6 @@ package timingwheel
 
 import (
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -19,8 +18,8 @@ import (
 )
 
 // The helpers of the tests of both packages, each written once: watchdogs
-// that name what hung, clocks, hierarchies, conns and what a test checks on
-// them. export_test.go exports them to the black-box tests (package
+// that name what hung, clocks, hierarchies and what a test checks on them.
+// export_test.go exports them to the black-box tests (package
 // timingwheel_test).
 
 // The watchdogs, written once for this package's tests and the others'
@@ -209,23 +208,6 @@ func waitFreed[T any](p weak.Pointer[T]) bool {
 		time.Sleep(time.Millisecond)
 	}
 	return p.Value() == nil
-}
-
-// Helpers of the tests of idle conns: real TCP conns on 127.0.0.1, net.Pipe
-// conns, and what a test checks on them.
-
-// watchdog closes conns (or listeners), which unblocks whatever waits on
-// them, and fails the test saying what hung, if the test is still running
-// after d.
-func watchdog(t *testing.T, d time.Duration, what string, conns ...io.Closer) {
-	t.Helper()
-	wd := time.AfterFunc(d, func() {
-		t.Errorf("watchdog: %s did not happen within %v", what, d)
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	t.Cleanup(func() { wd.Stop() })
 }
 
 // Helpers of panics.
