@@ -12,6 +12,7 @@ import (
 	"weak"
 
 	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/timingwheel/timingwheel/internal/fakeclock"
 	"github.com/timingwheel/timingwheel/internal/watch"
@@ -184,6 +185,50 @@ func (r *recorder) take() []string {
 	got := r.got
 	r.got = nil
 	return got
+}
+
+// countedTimer is a timer whose armings, and the ends of them, a test
+// counts while goroutines stop and re-arm it against an Advance: every
+// arming ends exactly once, by firing (the callback adds to fired) or by a
+// Stop or Reset that returned true (cancels). newCountedTimer counts the
+// first arming; the test arms t.
+type countedTimer struct {
+	t       *Timer
+	fired   atomic.Int32
+	armings atomic.Int32
+	cancels atomic.Int32
+}
+
+func newCountedTimer() *countedTimer {
+	c := &countedTimer{}
+	c.armings.Store(1)
+	return c
+}
+
+// stopOrRearm stops c's timer or, as often (rnd decides, before rearm
+// runs), re-arms it with rearm, a Reset or ResetAt of the timer it is
+// given; it counts the arming that ends, if one does, and the new one.
+func (c *countedTimer) stopOrRearm(rnd *rand.Rand, rearm func(tm *Timer) bool) {
+	if rnd.IntN(2) == 0 {
+		if c.t.Stop() {
+			c.cancels.Add(1)
+		}
+		return
+	}
+	if rearm(c.t) {
+		c.cancels.Add(1)
+	}
+	c.armings.Add(1)
+}
+
+// assertEachArmingEnded checks, once every timer of cs has fired or been
+// stopped, that each arming of each ended exactly once: armings - cancels
+// = fired.
+func assertEachArmingEnded(t *testing.T, cs []*countedTimer) {
+	t.Helper()
+	for i, c := range cs {
+		assert.Equal(t, c.armings.Load()-c.cancels.Load(), c.fired.Load(), "timer %d: armings - cancels = fired", i)
+	}
 }
 
 // mustCheck fails the test unless h's invariants hold (see check), or if
