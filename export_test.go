@@ -17,7 +17,6 @@ var (
 	WaitWithin    = waitWithin
 	InBubble      = inBubble
 	AdvanceWithin = advanceWithin
-	Watchdog      = watchdog
 
 	// Clocks and hierarchies.
 	NewFakeClock = newFakeClock

@@ -2,7 +2,6 @@ package timingwheel
 
 import (
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -13,14 +12,15 @@ import (
 	"weak"
 
 	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/timingwheel/timingwheel/internal/fakeclock"
 	"github.com/timingwheel/timingwheel/internal/watch"
 )
 
 // The helpers of the tests of both packages, each written once: watchdogs
-// that name what hung, clocks, hierarchies, conns and what a test checks on
-// them. export_test.go exports them to the black-box tests (package
+// that name what hung, clocks, hierarchies and what a test checks on them.
+// export_test.go exports them to the black-box tests (package
 // timingwheel_test).
 
 // The watchdogs, written once for this package's tests and the others'
@@ -187,6 +187,50 @@ func (r *recorder) take() []string {
 	return got
 }
 
+// countedTimer is a timer whose armings, and the ends of them, a test
+// counts while goroutines stop and re-arm it against an Advance: every
+// arming ends exactly once, by firing (the callback adds to fired) or by a
+// Stop or Reset that returned true (cancels). newCountedTimer counts the
+// first arming; the test arms t.
+type countedTimer struct {
+	t       *Timer
+	fired   atomic.Int32
+	armings atomic.Int32
+	cancels atomic.Int32
+}
+
+func newCountedTimer() *countedTimer {
+	c := &countedTimer{}
+	c.armings.Store(1)
+	return c
+}
+
+// stopOrRearm stops c's timer or, as often (rnd decides, before rearm
+// runs), re-arms it with rearm, a Reset or ResetAt of the timer it is
+// given; it counts the arming that ends, if one does, and the new one.
+func (c *countedTimer) stopOrRearm(rnd *rand.Rand, rearm func(tm *Timer) bool) {
+	if rnd.IntN(2) == 0 {
+		if c.t.Stop() {
+			c.cancels.Add(1)
+		}
+		return
+	}
+	if rearm(c.t) {
+		c.cancels.Add(1)
+	}
+	c.armings.Add(1)
+}
+
+// assertEachArmingEnded checks, once every timer of cs has fired or been
+// stopped, that each arming of each ended exactly once: armings - cancels
+// = fired.
+func assertEachArmingEnded(t *testing.T, cs []*countedTimer) {
+	t.Helper()
+	for i, c := range cs {
+		assert.Equal(t, c.armings.Load()-c.cancels.Load(), c.fired.Load(), "timer %d: armings - cancels = fired", i)
+	}
+}
+
 // mustCheck fails the test unless h's invariants hold (see check), or if
 // the check, which takes every shard's lock, does not return within 10s.
 func mustCheck(t testing.TB, h *Hierarchy) {
@@ -209,23 +253,6 @@ func waitFreed[T any](p weak.Pointer[T]) bool {
 		time.Sleep(time.Millisecond)
 	}
 	return p.Value() == nil
-}
-
-// Helpers of the tests of idle conns: real TCP conns on 127.0.0.1, net.Pipe
-// conns, and what a test checks on them.
-
-// watchdog closes conns (or listeners), which unblocks whatever waits on
-// them, and fails the test saying what hung, if the test is still running
-// after d.
-func watchdog(t *testing.T, d time.Duration, what string, conns ...io.Closer) {
-	t.Helper()
-	wd := time.AfterFunc(d, func() {
-		t.Errorf("watchdog: %s did not happen within %v", what, d)
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	t.Cleanup(func() { wd.Stop() })
 }
 
 // Helpers of panics.

@@ -23,19 +23,12 @@ func TestLate_BurstSortedInBatches(t *testing.T) {
 	h.knobs().batch = 16
 	clk.Add(time.Hour)
 	const n = 20_000
-	type rec struct {
-		t       *Timer
-		fired   atomic.Int32
-		armings atomic.Int32
-		cancels atomic.Int32
-	}
-	recs := make([]*rec, n)
+	recs := make([]*countedTimer, n)
 	var order sync.Mutex
 	var fired []time.Duration
 	r := rand.New(rand.NewPCG(8, 8))
 	for i := range recs {
-		x := &rec{}
-		x.armings.Store(1)
+		x := newCountedTimer()
 		ago := time.Duration(r.IntN(50*60*1000)) * time.Millisecond // up to 50 minutes ago
 		x.t = h.AfterFunc(-ago, func() {
 			order.Lock()
@@ -59,17 +52,9 @@ func TestLate_BurstSortedInBatches(t *testing.T) {
 			runtime.Gosched()
 		}
 		for i := g; i < n; i += 5 {
-			x := recs[i]
-			if rnd.IntN(2) == 0 {
-				if x.t.Stop() {
-					x.cancels.Add(1)
-				}
-			} else {
-				if x.t.Reset(time.Duration(rnd.IntN(3)) * time.Hour) {
-					x.cancels.Add(1)
-				}
-				x.armings.Add(1)
-			}
+			recs[i].stopOrRearm(rnd, func(tm *Timer) bool {
+				return tm.Reset(time.Duration(rnd.IntN(3)) * time.Hour)
+			})
 		}
 	})
 	mustReturn(t, 30*time.Second, "Advance (a sort of 20,000 past deadlines in batches, with goroutines stopping and re-arming them)", func() { h.Advance() })
@@ -78,9 +63,7 @@ func TestLate_BurstSortedInBatches(t *testing.T) {
 	h.knobs().betweenBatches = nil
 	clk.Add(3 * time.Hour)
 	advanceWithin(t, h, "the re-armed timers, hours later")
-	for i, x := range recs {
-		assert.Equal(t, x.armings.Load()-x.cancels.Load(), x.fired.Load(), "timer %d: armings - cancels = fired", i)
-	}
+	assertEachArmingEnded(t, recs)
 	assert.Equal(t, 0, h.Len())
 	assert.Greater(t, yields.Load(), int64(n/64), "the lock was let go between batches")
 	mustCheck(t, h)

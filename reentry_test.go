@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/timingwheel/timingwheel/internal/watch"
 )
 
 // Callbacks may call back (docs/guarantees.md), but a callback must not call
@@ -22,17 +23,11 @@ import (
 // the callback is about to return (after a moment to do so). It returns a
 // channel closed once call has returned.
 func assertWaitsForCallback(t *testing.T, what string, call func()) <-chan struct{} {
-	returned := make(chan struct{})
-	go func() {
-		defer close(returned)
-		call()
-	}()
-	select {
-	case <-returned:
+	returned, done := watch.ReturnsWithin(20*time.Millisecond, call)
+	if returned {
 		t.Errorf("%s returned while the callback it waits for was still running", what)
-	case <-time.After(20 * time.Millisecond):
 	}
-	return returned
+	return done
 }
 
 func TestAdvance_FromItsOwnCallbackWaitsForIt(t *testing.T) {

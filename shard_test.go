@@ -226,16 +226,9 @@ func TestCascade_TimersStayStoppableBetweenBatches(t *testing.T) {
 	roundRobin(h)
 	h.knobs().batch = 16
 	const n = 20_000
-	type rec struct {
-		t       *Timer
-		fired   atomic.Int32
-		armings atomic.Int32 // each ends by firing or by a Stop or Reset returning true
-		cancels atomic.Int32
-	}
-	recs := make([]*rec, n)
+	recs := make([]*countedTimer, n)
 	for i := range recs {
-		r := &rec{}
-		r.armings.Store(1)
+		r := newCountedTimer()
 		d := 30*time.Second + time.Duration(i%1000)*time.Millisecond // one seconds-level slot
 		r.t = h.AfterFunc(d, func() {
 			// Every later deadline of the timer is after d, so firing
@@ -256,18 +249,10 @@ func TestCascade_TimersStayStoppableBetweenBatches(t *testing.T) {
 			runtime.Gosched()
 		}
 		for i := g; i < n; i += 7 {
-			r := recs[i]
-			if rnd.IntN(2) == 0 {
-				if r.t.Stop() {
-					r.cancels.Add(1)
-				}
-			} else {
+			recs[i].stopOrRearm(rnd, func(tm *Timer) bool {
 				w := int64(31*time.Second) + rnd.Int64N(int64(2*time.Second))
-				if r.t.ResetAt(h.origin.Add(time.Duration(w))) {
-					r.cancels.Add(1)
-				}
-				r.armings.Add(1)
-			}
+				return tm.ResetAt(h.origin.Add(time.Duration(w)))
+			})
 		}
 	})
 	clk.Add(time.Second + 500*time.Millisecond)
@@ -276,9 +261,7 @@ func TestCascade_TimersStayStoppableBetweenBatches(t *testing.T) {
 	waitWithin(t, 30*time.Second, &wg, "the goroutines stopping and re-arming timers during the cascade")
 	clk.Add(5 * time.Second)
 	advanceWithin(t, h, "the timers left after the cascade")
-	for i, r := range recs {
-		assert.Equal(t, r.armings.Load()-r.cancels.Load(), r.fired.Load(), "timer %d: armings - cancels = fired", i)
-	}
+	assertEachArmingEnded(t, recs)
 	assert.Equal(t, 0, h.Len())
 	mustCheck(t, h)
 }

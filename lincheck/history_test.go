@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/timingwheel/timingwheel/internal/watch"
 )
 
 // long reports whether TIMINGWHEEL_LONG=1 asks for the long run (CI).
@@ -145,15 +146,8 @@ func check(t *testing.T, w wheel, seed uint64, about string, logs ...*log) {
 // what hung: the phase, and what each of logs was doing.
 func within(t *testing.T, d time.Duration, seed uint64, phase string, f func(), logs ...*log) {
 	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	select {
-	case <-done:
+	if returned, _ := watch.ReturnsWithin(d, f); returned {
 		return
-	case <-time.After(d):
 	}
 	var b strings.Builder
 	for _, l := range logs {

@@ -8,6 +8,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/require"
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/watch"
 )
 
 // hookClock is a clock.Mock that runs a hook at a chosen reading: the
@@ -77,21 +78,9 @@ func newHooked(t *testing.T) (*timingwheel.Hierarchy, *hookClock) {
 }
 
 // raced runs f on a goroutine of its own, from a hook, and waits for it to
-// return for up to d: it reports whether f returned within d, that is
-// while the hook's caller (an Advance) was still inside the reading. A
-// call that waits for the Advance's look (a lock it holds) does not return
-// within d; one that does not wait returns at once. done is closed when f
-// has returned, whenever that is.
-func raced(d time.Duration, f func()) (returned bool, done <-chan struct{}) {
-	ch := make(chan struct{})
-	go func() {
-		defer close(ch)
-		f()
-	}()
-	select {
-	case <-ch:
-		return true, ch
-	case <-time.After(d):
-		return false, ch
-	}
-}
+// return for up to d (watch.ReturnsWithin): it reports whether f returned
+// within d, that is while the hook's caller (an Advance) was still inside
+// the reading. A call that waits for the Advance's look (a lock it holds)
+// does not return within d; one that does not wait returns at once. done
+// is closed when f has returned, whenever that is.
+var raced = watch.ReturnsWithin

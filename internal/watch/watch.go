@@ -51,6 +51,25 @@ func MustReturn(t testing.TB, d time.Duration, what string, f func()) {
 	}
 }
 
+// ReturnsWithin runs f on a goroutine of its own and waits up to d for it
+// to return: it reports whether f returned within d, and done is closed
+// whenever f returns. Unlike MustReturn it fails nothing: the caller says
+// what a return within d, or none, means (a call that must wait, one that
+// hung). A panic of f is not recovered.
+func ReturnsWithin(d time.Duration, f func()) (returned bool, done <-chan struct{}) {
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		f()
+	}()
+	select {
+	case <-ch:
+		return true, ch
+	case <-time.After(d):
+		return false, ch
+	}
+}
+
 // WaitWithin is wg.Wait under MustReturn.
 func WaitWithin(t testing.TB, d time.Duration, wg *sync.WaitGroup, what string) {
 	t.Helper()
