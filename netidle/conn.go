@@ -67,9 +67,17 @@ func (c *conn) fixErr(op string, err error) error {
 // and WriteTo counts as traffic as it moves, as a Read or Write of it
 // would: a splice from a socket moves what the socket has received, and
 // counts it, before it waits for more; sendfile moves a file in pieces of
-// 256 KiB, each counted. A Write of more than that to a stream socket
-// counts each piece the same way when written data counts. A Read or Write
-// of the RawConn that SyscallConn returns counts as data moved.
+// 256 KiB, each counted. That holds for io.Copy(conn, src) from a file or a
+// TCP or Unix stream conn, which reaches ReadFrom through src's WriteTo.
+// With AllIdle, a Write of more than 256 KiB to a stream socket is written,
+// and counted, in pieces of that size. A Read or Write of the RawConn that
+// SyscallConn returns counts as data moved.
+//
+// The idle close closes c on the goroutine that advances the hierarchy, so
+// c's Close must not wait on the peer. For a conn with a NetConn method,
+// such as a *tls.Conn (whose Close sends a close_notify alert, and waits for
+// room to send it), the conn under it is closed first: an idle peer gets
+// no close_notify, and the hierarchy's other timers are not held up.
 //
 // What this gives over net/http's Server.IdleTimeout: the close is the
 // hierarchy's, one wheel for all conns instead of one runtime timer per
@@ -148,7 +156,8 @@ const (
 //
 // A conn is 128 bytes, a size class of whole cache lines, so it starts on
 // a line and has two. The first holds what a Read and Write only read
-// (the wrapped conn, h, state, the options) and what only the control
+// (the wrapped conn, h, state, the options; with OnWriteIdle a Write also
+// adds itself to state while it runs) and what only the control
 // methods and the look write: other cores' Reads keep it in their caches.
 // The second holds the marks, which every Read or Write with data writes,
 // and the timer, which the look re-arms. o is the options, shared by the
@@ -256,10 +265,22 @@ func isStream(c net.Conn) bool {
 // movedIn records data read (not through Read: a copy path).
 func (c *conn) movedIn() { c.record(&c.rd) }
 
-// movedOut records data written, if written data counts.
+// movedOut records data written, if written data counts: in rd with
+// AllIdle (data moved either way: the idle close's mark), in wr with
+// OnWriteIdle. wr is also where the write-idle event restarts its count
+// (after an event, or a look that found a Write in progress), which is not
+// data moved: so AllIdle's mark is not wr.
 func (c *conn) movedOut() {
-	if c.o.countsOut() {
-		c.record(&c.wr)
+	o := c.o
+	if !o.countsOut() {
+		return
+	}
+	now := c.now()
+	if o.allIdle {
+		c.mark(&c.rd, now)
+	}
+	if o.writeIdle > 0 {
+		c.mark(&c.wr, now)
 	}
 }
 
@@ -276,8 +297,10 @@ func (c *conn) closedErr(op string) error {
 	return closedError(c.Conn, op, ErrIdle)
 }
 
-// Close stops the conn's timer and closes c. Called by OnReadIdle's f
-// (while it runs), it is an idle close: Read and Write report ErrIdle.
+// Close stops the conn's timer and closes c. Called while OnReadIdle's f
+// runs (by f, or by any goroutine meanwhile), it is an idle close: Read
+// and Write report ErrIdle, and IdleDeadline the deadline of the event f
+// runs for (rd moves past it only once f has returned).
 func (c *conn) Close() error {
 	c.mu.Lock()
 	old := c.state.Load()
@@ -330,10 +353,7 @@ func (c *conn) SetIdle(d time.Duration) {
 		return // closed: its deadline stays the one it was closed for
 	}
 	c.idle.Store(int64(d))
-	c.rd.Store(c.now())
-	if c.o.allIdle {
-		c.wr.Store(c.rd.Load())
-	}
+	c.rd.Store(c.now()) // the write-idle event's mark, wr, stays
 	if c.state.Load()&paused == 0 {
 		c.armLocked()
 	}
@@ -369,24 +389,24 @@ func (c *conn) Resume() {
 var _ Control = (*conn)(nil)
 
 // idleMark returns the mark the idle close (or read-idle event) counts
-// from: the last data read, or with AllIdle moved either way.
-func (c *conn) idleMark() int64 {
-	m := c.rd.Load()
-	if c.o.allIdle {
-		m = max(m, c.wr.Load())
-	}
-	return m
-}
+// from: the last data read, or with AllIdle moved either way (a Write with
+// data then moves rd too; see movedOut).
+func (c *conn) idleMark() int64 { return c.rd.Load() }
 
 // record moves mark m (c.rd or c.wr) to the clock's reading: data moved
-// now. A mark found later than the reading means a concurrent Read or
-// Write recorded a later one, or the clock went back: see recordBehind.
-func (c *conn) record(m *atomic.Int64) {
-	now := c.now()
+// now.
+func (c *conn) record(m *atomic.Int64) { c.mark(m, c.now()) }
+
+// mark moves mark m to now, a clock reading, unless it is later. A mark
+// found later than now means a concurrent Read or Write recorded a later
+// one, or the clock went back: see recordBehind. A swap that fails lost
+// to another Read or Write, whose reading may be earlier than now: raise
+// then keeps the later of the two.
+func (c *conn) mark(m *atomic.Int64, now int64) {
 	old := m.Load()
 	if now >= old {
-		if now != old {
-			m.CompareAndSwap(old, now) // a failure: another moved it, as far
+		if now != old && !m.CompareAndSwap(old, now) {
+			raise(m, now)
 		}
 		return
 	}

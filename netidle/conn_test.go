@@ -1,8 +1,14 @@
 package netidle_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	crand "crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
+	"math/big"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -588,4 +594,46 @@ func TestIdleConn_ClosedAfterIdle150YearsAfterOrigin(t *testing.T) {
 	assert.False(t, peerSeesClosed(t, peer), "closed a tick after wrapping")
 	advanceBy(t, h, mock, time.Hour, "an hour later")
 	assert.True(t, peerSeesClosed(t, peer), "not closed an hour later")
+}
+
+// selfSigned returns a certificate for a TLS server in a test.
+func selfSigned(t *testing.T) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{"test"}}
+	der, err := x509.CreateCertificate(crand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// The idle close of a *tls.Conn whose peer reads nothing does not hold the
+// advancing goroutine: a tls.Conn's Close sends a close_notify and waits up
+// to 5 s for room to send it, so the conn under it is closed first. Over
+// net.Pipe, where every write waits for the peer's read.
+func TestIdleConn_IdleCloseOfATLSConnDoesNotWaitOnThePeer(t *testing.T) {
+	h, mock := newMock(t)
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	srv := tls.Server(a, &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}})
+	cli := tls.Client(b, &tls.Config{InsecureSkipVerify: true})
+	handshakes := make(chan error, 2)
+	go func() { handshakes <- srv.Handshake() }()
+	go func() { handshakes <- cli.Handshake() }()
+	for range 2 {
+		require.NoError(t, recvWithin(t, 10*time.Second, handshakes, "a TLS handshake"))
+	}
+	c := netidle.Conn(h, srv, time.Second) // the peer reads nothing from now on
+	mock.Add(time.Second)
+	advanced := make(chan int, 1)
+	go func() { advanced <- h.Advance() }()
+	select {
+	case <-advanced:
+	case <-time.After(3 * time.Second): // tls.Conn.Close would wait 5 s
+		t.Fatal("the Advance that closed an idle tls.Conn is still running after 3 s: the close waits on the peer")
+	}
+	_, err := c.Read(make([]byte, 1))
+	assertIdleErr(t, err, netidle.ErrIdle, "read after the idle close")
+	_, err = b.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.EOF, "the peer's read after the idle close")
 }

@@ -360,3 +360,63 @@ func TestIdleControl_IdleDeadlineStaysAfterTheClose(t *testing.T) {
 		})
 	}
 }
+
+// SetIdle restarts the idle close's count and leaves the write-idle event
+// where it is ("The write-idle event and the lifetime are left as they
+// are"), with AllIdle too.
+func TestIdleControl_SetIdleLeavesTheWriteIdleEvent(t *testing.T) {
+	for _, all := range []bool{false, true} {
+		t.Run(fmt.Sprintf("AllIdle %v", all), func(t *testing.T) {
+			h, mock := newMock(t)
+			e := newEvents(h)
+			start := mock.Now()
+			opts := []netidle.Option{netidle.OnWriteIdle(3*time.Second, e.f)}
+			if all {
+				opts = append(opts, netidle.AllIdle())
+			}
+			c := netidle.Conn(h, &fastConn{}, 10*time.Second, opts...).(netidle.Control)
+			defer c.Close()
+			advanceBy(t, h, mock, 2*time.Second, "to 2s")
+			c.SetIdle(20 * time.Second)
+			assert.Equal(t, start.Add(22*time.Second), c.IdleDeadline(), "the idle close counted afresh from SetIdle")
+			advanceBy(t, h, mock, time.Second, "to 3s")
+			require.Equal(t, 1, e.n(), "the write-idle event due at 3s")
+			assert.Equal(t, start.Add(3*time.Second), e.last(), "the write-idle event's instant")
+		})
+	}
+}
+
+// A Close while OnReadIdle's f runs is the idle close, whether f or
+// another goroutine calls it: Read and Write report ErrIdle, and
+// IdleDeadline is the deadline of the event f ran for, not one counted from
+// the event.
+func TestIdleControl_CloseWhileOnReadIdleRunsIsTheIdleCloseForItsDeadline(t *testing.T) {
+	for _, who := range []string{"f", "another goroutine"} {
+		t.Run(who, func(t *testing.T) {
+			h, mock := newMock(t)
+			start := mock.Now()
+			inF, release := make(chan struct{}), make(chan struct{})
+			c := netidle.Conn(h, &fastConn{}, 10*time.Second, netidle.OnReadIdle(func(c net.Conn) {
+				if who == "f" {
+					c.Close()
+					return
+				}
+				close(inF)
+				<-release
+			})).(netidle.Control)
+			mock.Add(10 * time.Second)
+			advanced := make(chan int, 1)
+			go func() { advanced <- h.Advance() }()
+			if who != "f" {
+				recvWithin(t, 10*time.Second, inF, "OnReadIdle's f")
+				require.NoError(t, c.Close())
+				close(release)
+			}
+			recvWithin(t, 10*time.Second, advanced, "the Advance running the event")
+			_, err := c.Read(make([]byte, 1))
+			assertIdleErr(t, err, netidle.ErrIdle, "read after the Close")
+			assert.Equal(t, start.Add(10*time.Second), c.IdleDeadline(), "the deadline the conn was closed for")
+			assert.Equal(t, 0, h.Len(), "timers armed after the Close")
+		})
+	}
+}

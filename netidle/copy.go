@@ -34,12 +34,49 @@ const (
 )
 
 // spliceable returns r as a socket the kernel can splice from (a TCP conn
-// or a Unix stream conn), or nil.
+// or a Unix stream conn), or nil. Besides *net.TCPConn and *net.UnixConn,
+// that is any net.Conn with a syscall.Conn whose address is a TCP or a
+// Unix stream one: what *net.TCPConn's WriteTo hands to io.Copy (the conn
+// with its WriteTo hidden), which is how io.Copy(conn, tcpConn) reaches
+// ReadFrom. Whatever the kernel's path does not take, the wrapped conn's
+// ReadFrom copies as io.Copy would, so a wider match costs no data.
 func spliceable(r io.Reader) net.Conn {
-	if c, ok := r.(net.Conn); ok && isStream(c) {
+	c, ok := r.(net.Conn)
+	switch {
+	case !ok:
+		return nil
+	case isStream(c):
 		return c
 	}
+	if _, ok := r.(syscall.Conn); !ok {
+		return nil
+	}
+	switch a := c.LocalAddr().(type) {
+	case *net.TCPAddr:
+		return c
+	case *net.UnixAddr:
+		if a.Net == "unix" {
+			return c
+		}
+	}
 	return nil
+}
+
+// regularFile returns r as a regular file sendfile can read, or nil: an
+// *os.File, or what its WriteTo hands to io.Copy (the file with its
+// WriteTo hidden), which is how io.Copy(conn, file) reaches ReadFrom.
+func regularFile(r io.Reader) io.Reader {
+	f, ok := r.(interface {
+		syscall.Conn
+		Stat() (os.FileInfo, error)
+	})
+	if !ok {
+		return nil
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	return r
 }
 
 // ReadFrom copies r to c (sendfile, splice) through c's own ReadFrom, as
@@ -61,20 +98,20 @@ func (c *conn) ReadFrom(r io.Reader) (int64, error) {
 	if lr, ok := r.(*io.LimitedReader); ok {
 		outer, limit, r = lr, lr.N, lr.R
 	}
-	var total int64
-	var err error
-	switch src := r.(type) {
-	case *os.File:
-		if fi, e := src.Stat(); e != nil || !fi.Mode().IsRegular() {
-			return c.copyThrough(outer, r)
-		}
-		total, err = c.pieces(rf, src, limit, func(int64) (int64, error) { return sendPiece, nil })
-	default:
-		s := spliceable(r)
-		if s == nil || !canSplice {
-			return c.copyThrough(outer, r)
-		}
-		total, err = c.pieces(rf, s, limit, func(int64) (int64, error) { return available(s) })
+	var next func(int64) (int64, error)
+	if f := regularFile(r); f != nil {
+		next = func(int64) (int64, error) { return sendPiece, nil }
+	} else if s := spliceable(r); s != nil && canSplice {
+		next = func(int64) (int64, error) { return available(s) }
+	} else {
+		return c.copyThrough(outer, r)
+	}
+	if c.o.writeIdle > 0 { // in progress, as a Write: not write idle
+		c.state.Add(writer)
+	}
+	total, err := c.pieces(rf, r, limit, next)
+	if c.o.writeIdle > 0 {
+		c.state.Add(^uint32(writer - 1)) // minus writer
 	}
 	if outer != nil {
 		outer.N = limit - total

@@ -272,3 +272,103 @@ func TestIdleCopy_TricklingProxyStaysOpen(t *testing.T) {
 		})
 	}
 }
+
+// spyConn is a TCP conn that records how data is written to it: through
+// its ReadFrom (the kernel's sendfile and splice paths) or its Write.
+// started receives a value when the first ReadFrom begins.
+type spyConn struct {
+	*net.TCPConn
+	readFroms, writes atomic.Int32
+	started           chan struct{}
+}
+
+func newSpyConn(c net.Conn) *spyConn {
+	return &spyConn{TCPConn: c.(*net.TCPConn), started: make(chan struct{}, 1)}
+}
+
+func (s *spyConn) ReadFrom(r io.Reader) (int64, error) {
+	if s.readFroms.Add(1) == 1 {
+		s.started <- struct{}{}
+	}
+	return s.TCPConn.ReadFrom(r)
+}
+
+func (s *spyConn) Write(p []byte) (int, error) {
+	s.writes.Add(1)
+	return s.TCPConn.Write(p)
+}
+
+// io.Copy to a conn from a file or a TCP conn reaches the conn's ReadFrom
+// through the source's WriteTo (which hands over the source with its
+// WriteTo hidden); with options that count written data too, the data
+// still goes through the wrapped conn's ReadFrom (sendfile, splice), not
+// through its Write.
+func TestIdleCopy_IoCopyKeepsTheKernelPathWhenWrittenDataCounts(t *testing.T) {
+	for _, from := range []string{"file", "tcp"} {
+		for name, opts := range copyOpts {
+			t.Run(from+"/"+name, func(t *testing.T) {
+				h, _ := newMock(t)
+				server, client := watchedPair(t, 20*time.Second, "io.Copy from a "+from)
+				spy := newSpyConn(server)
+				c := netidle.Conn(h, spy, time.Hour, opts...)
+				defer c.Close()
+				f, data := randomFile(t, 3<<20+99)
+				var src io.Reader = f
+				if from == "tcp" {
+					in, out := tcpPair(t)
+					watchdog(t, 20*time.Second, "the source conn", in, out)
+					go func() {
+						out.Write(data)
+						out.(*net.TCPConn).CloseWrite()
+					}()
+					src = in
+				}
+				got := readAllAsync(client)
+				n, err := io.Copy(c, src)
+				require.NoError(t, err)
+				require.EqualValues(t, len(data), n)
+				require.NoError(t, c.(interface{ CloseWrite() error }).CloseWrite())
+				assert.True(t, bytes.Equal(data, recvWithin(t, 20*time.Second, got, "the peer's ReadAll")), "the bytes the peer read")
+				assert.Positive(t, spy.readFroms.Load(), "calls of the wrapped conn's ReadFrom")
+				assert.Zero(t, spy.writes.Load(), "Writes to the wrapped conn: the copy left the kernel's path")
+			})
+		}
+	}
+}
+
+// A copy through the kernel's path to a peer that reads nothing is a Write
+// in progress: no write-idle event runs while it lasts, as for a blocked
+// Write.
+func TestIdleCopy_CopyInProgressIsNotWriteIdle(t *testing.T) {
+	for _, how := range []string{"io.Copy", "io.CopyN"} {
+		t.Run(how, func(t *testing.T) {
+			h, mock := newMock(t)
+			server, _ := watchedPair(t, 20*time.Second, how+" to a peer that reads nothing")
+			spy := newSpyConn(server)
+			e := newEvents(h)
+			c := netidle.Conn(h, spy, time.Hour, netidle.OnWriteIdle(time.Second, e.f))
+			f, err := os.Create(filepath.Join(t.TempDir(), "sparse"))
+			require.NoError(t, err)
+			defer f.Close()
+			const size = 64 << 20 // more than the socket buffers hold; sparse: made at once
+			require.NoError(t, f.Truncate(size))
+			done := make(chan error, 1)
+			go func() {
+				var err error
+				if how == "io.Copy" {
+					_, err = io.Copy(c, f)
+				} else {
+					_, err = io.CopyN(c, f, size)
+				}
+				done <- err
+			}()
+			recvWithin(t, 10*time.Second, spy.started, "the copy's start")
+			for range 5 {
+				advanceBy(t, h, mock, time.Second, "a second")
+			}
+			assert.Zero(t, e.n(), "write-idle events while the copy was in progress")
+			c.Close()
+			require.Error(t, recvWithin(t, 10*time.Second, done, "the copy's return after Close"))
+		})
+	}
+}

@@ -22,7 +22,7 @@ import (
 
 // Tests of idle events (docs/guarantees.md, "Idle events"), on real TCP
 // connections over
-// 127.0.0.1 unless a test says otherwise. As in idleconn_test.go, most
+// 127.0.0.1 unless a test says otherwise. As in conn_test.go, most
 // drive the hierarchy by hand on a clock.Mock, so the test decides when
 // each event is due; the end-to-end ones run the driver on the real clock
 // and check every event against timestamps taken on the hierarchy's clock.
@@ -1016,7 +1016,7 @@ func TestIdleEvents_MatchModelThroughClockJumps(t *testing.T) {
 				if !onRead && wi == 0 && life == 0 {
 					life = 1 << 62
 				}
-				conns = append(conns, newCtlModel(h, now, onRead, idle, wi, life))
+				conns = append(conns, newCtlModel(h, now, onRead, r.IntN(3) == 0, idle, wi, life))
 			}
 			for range r.IntN(5) {
 				m := conns[r.IntN(len(conns))]
@@ -1028,8 +1028,8 @@ func TestIdleEvents_MatchModelThroughClockJumps(t *testing.T) {
 					if n, _ := m.c.Read(buf); n > 0 {
 						m.read = now
 					}
-				} else if n, _ := m.c.Write(buf); n > 0 && m.wi > 0 {
-					m.write = now
+				} else if n, _ := m.c.Write(buf); n > 0 {
+					m.wrote(now)
 				}
 			}
 			var d time.Duration
@@ -1056,7 +1056,7 @@ func TestIdleEvents_MatchModelThroughClockJumps(t *testing.T) {
 				// instant the lifetime's end comes first, then the idle close,
 				// then the events.
 				m.due(now)
-				m.check(t, fmt.Sprintf("step %d (at %v) conn %d (idle %v, write idle %v, life %v)", step, now, i, m.idle, m.wi, m.life))
+				m.check(t, fmt.Sprintf("step %d (at %v) conn %d (idle %v, write idle %v, all idle %v, life %v)", step, now, i, m.idle, m.wi, m.all, m.life))
 			}
 			if r.IntN(30) == 0 { // close some
 				closeSome(r, conns)
@@ -1206,5 +1206,70 @@ func TestIdleEvents_PauseOrCloseInTheLookCancelsTheEvent(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// stuckConn is a conn whose Write blocks until the conn is closed, as one
+// to a peer that reads nothing; each Write sends on started as it begins.
+type stuckConn struct {
+	fastConn
+	started chan struct{}
+	gone    chan struct{}
+	once    sync.Once
+}
+
+func newStuckConn() *stuckConn {
+	return &stuckConn{started: make(chan struct{}, 1), gone: make(chan struct{})}
+}
+
+func (c *stuckConn) Write(p []byte) (int, error) {
+	c.started <- struct{}{}
+	<-c.gone
+	return 0, net.ErrClosed
+}
+
+func (c *stuckConn) Close() error {
+	c.once.Do(func() { close(c.gone) })
+	return c.fastConn.Close()
+}
+
+// With AllIdle and OnWriteIdle, the idle close counts from the last data
+// moved either way, not from where the write-idle event restarts its own
+// count (after it ran, or after a look found a Write in progress): a conn
+// that moves nothing is closed once idle has passed although its
+// write-idle events (which write nothing) kept running, and so is one
+// whose Write has been blocked since it was wrapped ("one whose peer stops
+// reading is closed once idle has passed").
+func TestIdleEvents_AllIdleCloseIsNotPostponedByTheWriteIdleEvent(t *testing.T) {
+	for _, blocked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("write blocked %v", blocked), func(t *testing.T) {
+			h, mock := newMock(t)
+			sc := newStuckConn()
+			e := newEvents(h)
+			start := mock.Now()
+			c := netidle.Conn(h, sc, 10*time.Second, netidle.AllIdle(), netidle.OnWriteIdle(3*time.Second, e.f))
+			defer c.Close()
+			writeErr := make(chan error, 1)
+			if blocked {
+				go func() {
+					_, err := c.Write([]byte("stuck"))
+					writeErr <- err
+				}()
+				recvWithin(t, 10*time.Second, sc.started, "the Write's start")
+			}
+			for range 9 {
+				advanceBy(t, h, mock, time.Second, "a second")
+			}
+			require.Zero(t, sc.closes.Load(), "closed at 9s, before idle (10s) passed")
+			advanceBy(t, h, mock, time.Second, "to 10s")
+			require.EqualValues(t, 1, sc.closes.Load(), "open at 10s: idle passed with no data moved either way")
+			assert.Equal(t, start.Add(10*time.Second), c.(netidle.Control).IdleDeadline(), "the deadline it was closed for")
+			if blocked {
+				assert.Zero(t, e.n(), "write-idle events while a Write was in progress")
+				assertIdleErr(t, recvWithin(t, 10*time.Second, writeErr, "the blocked Write's return"), netidle.ErrIdle, "the blocked Write")
+			} else {
+				assert.Equal(t, 3, e.n(), "write-idle events at 3, 6 and 9s")
+			}
+		})
 	}
 }

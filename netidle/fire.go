@@ -1,5 +1,7 @@
 package netidle
 
+import "net"
+
 // fire is the timer's callback: the look at the conn when its earliest
 // deadline (as the marks were when the timer was armed) has come. Under mu
 // it judges each deadline by the marks and the clock's reading now, which
@@ -19,10 +21,11 @@ func (c *conn) fire() {
 	o := c.o
 	c.mu.Lock()
 	locked := true
+	var now int64 // the clock's reading in this look, once taken
 	defer func() {
 		if !locked { // an event's function panicked
 			c.mu.Lock()
-			c.state.And(^uint32(inReadEv))
+			c.endReadEventLocked(now)
 			if c.state.Load()&(timedOut|closed) == 0 {
 				c.armLocked()
 			}
@@ -46,7 +49,8 @@ func (c *conn) fire() {
 		at = nowT
 	}
 	origin := c.h.Origin()
-	now, armed, atNs := int64(nowT.Sub(origin)), int64(armedT.Sub(origin)), int64(at.Sub(origin))
+	now = int64(nowT.Sub(origin))
+	armed, atNs := int64(armedT.Sub(origin)), int64(at.Sub(origin))
 	// A deadline no later than the one fired is due by then, one later
 	// than the instant fired is not; only one between the two is rounded.
 	due := func(d int64) bool {
@@ -71,14 +75,13 @@ func (c *conn) fire() {
 			c.expireLocked(0, d)
 			return
 		}
-		raise(&c.rd, now) // the event restarts the count
 		c.state.Or(inReadEv)
 		c.mu.Unlock()
 		locked = false
 		o.onRead(c)
 		c.mu.Lock()
 		locked = true
-		c.state.And(^uint32(inReadEv))
+		c.endReadEventLocked(now)
 		if c.state.Load()&(timedOut|closed|paused) != 0 {
 			return // f closed or paused the conn (Pause armed the timer)
 		}
@@ -102,13 +105,39 @@ func (c *conn) fire() {
 	c.armLocked()
 }
 
+// endReadEventLocked ends OnReadIdle's event, if one is running: the
+// event restarts the count from now, the look's clock reading (a Read
+// with data since, or SetIdle or Resume from f, moved rd later already).
+// rd moves only once f has returned, so that while f runs the conn's idle
+// deadline is the one the event runs for: a Close meanwhile is the idle
+// close for it (see Close). c.mu must be held.
+func (c *conn) endReadEventLocked(now int64) {
+	if c.state.Load()&inReadEv != 0 {
+		c.state.And(^uint32(inReadEv))
+		raise(&c.rd, now)
+	}
+}
+
 // expireLocked closes the conn as the idle close does (why: 0, or
 // lifeEnded), for the deadline at. The flag goes up before c is closed, so
 // a Read or Write that fails because of the close reports the timeout.
 // c.mu must be held; it is held across the wrapped conn's Close, so that a
 // Close of the conn returns after it.
+//
+// The close runs on the goroutine that advances the hierarchy, so it must
+// not wait on the peer. A layered conn's Close may: a *tls.Conn's sends a
+// close_notify alert, and waits up to 5 s for a peer that reads nothing.
+// So for a conn that has a NetConn method (*tls.Conn, a conn of this
+// package) the conn under it is closed first: the layer's Close then
+// fails its write at once and only releases what it holds. A peer idle
+// long enough to be closed gets no close_notify.
 func (c *conn) expireLocked(why uint32, at int64) {
 	c.end = at
 	c.state.Or(timedOut | why)
+	if l, ok := c.Conn.(interface{ NetConn() net.Conn }); ok {
+		if under := l.NetConn(); under != nil {
+			under.Close()
+		}
+	}
 	c.Conn.Close()
 }

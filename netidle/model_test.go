@@ -30,7 +30,7 @@ import (
 type ctlModel struct {
 	c                     netidle.Control
 	fc                    *fastConn
-	onRead                bool
+	onRead, all           bool // OnReadIdle; AllIdle
 	idle, wi, life        time.Duration
 	read, write, end      time.Duration // instants since the start
 	paused, closed        bool
@@ -72,12 +72,27 @@ func (m *ctlModel) due(now time.Duration) {
 	}
 }
 
+// wrote is a Write with data at now: with AllIdle it restarts the idle
+// close's count (read: the last data moved either way), with a write-idle
+// event that event's. A write-idle event restarts only its own.
+func (m *ctlModel) wrote(now time.Duration) {
+	if m.all {
+		m.read = now
+	}
+	if m.wi > 0 {
+		m.write = now
+	}
+}
+
 // newCtlModel wraps a fresh fastConn in h at now, idle idle: with a
-// read-idle event if onRead, else closed when idle; a write-idle event at wi
-// if wi > 0; a lifetime of life if life > 0.
-func newCtlModel(h *timingwheel.Hierarchy, now time.Duration, onRead bool, idle, wi, life time.Duration) *ctlModel {
-	m := &ctlModel{fc: &fastConn{}, onRead: onRead, idle: idle, wi: wi, life: life, read: now, write: now, end: 1<<63 - 1}
+// read-idle event if onRead, else closed when idle; AllIdle if all; a
+// write-idle event at wi if wi > 0; a lifetime of life if life > 0.
+func newCtlModel(h *timingwheel.Hierarchy, now time.Duration, onRead, all bool, idle, wi, life time.Duration) *ctlModel {
+	m := &ctlModel{fc: &fastConn{}, onRead: onRead, all: all, idle: idle, wi: wi, life: life, read: now, write: now, end: 1<<63 - 1}
 	var opts []netidle.Option
+	if all {
+		opts = append(opts, netidle.AllIdle())
+	}
 	if onRead {
 		opts = append(opts, netidle.OnReadIdle(func(net.Conn) { m.reads.Add(1) }))
 	}
@@ -159,7 +174,7 @@ func TestIdleEvents_ModelWithControlOnOneGoroutine(t *testing.T) {
 				if r.IntN(3) == 0 {
 					life = randDur()
 				}
-				conns = append(conns, newCtlModel(h, now, onRead, idle, wi, life))
+				conns = append(conns, newCtlModel(h, now, onRead, r.IntN(3) == 0, idle, wi, life))
 			}
 			for range r.IntN(6) {
 				m := conns[r.IntN(len(conns))]
@@ -172,8 +187,8 @@ func TestIdleEvents_ModelWithControlOnOneGoroutine(t *testing.T) {
 						m.read = now
 					}
 				case 2, 3:
-					if n, _ := m.c.Write([]byte{1}); n > 0 && m.wi > 0 {
-						m.write = now
+					if n, _ := m.c.Write([]byte{1}); n > 0 {
+						m.wrote(now)
 					}
 				case 4:
 					m.c.Pause()
@@ -205,7 +220,7 @@ func TestIdleEvents_ModelWithControlOnOneGoroutine(t *testing.T) {
 					continue
 				}
 				m.due(now)
-				what := fmt.Sprintf("seed %d step %d (at %v) conn %d (idle %v, write idle %v, paused %v)", seed, step, now, i, m.idle, m.wi, m.paused)
+				what := fmt.Sprintf("seed %d step %d (at %v) conn %d (idle %v, write idle %v, all idle %v, paused %v)", seed, step, now, i, m.idle, m.wi, m.all, m.paused)
 				m.check(t, what)
 				if m.paused && !m.closed {
 					require.True(t, m.c.IdleDeadline().IsZero(), "%s: IdleDeadline of a paused conn", what)

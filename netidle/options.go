@@ -44,10 +44,11 @@ func (f optionFunc) apply(o *options) { f(o) }
 // was wrapped, or since the last Read that returned data, f runs with the
 // conn, which stays open; and f runs again each time another idle passes
 // with no data read, counted from the previous event. f may close the conn
-// (an idle close: Read and Write then return [ErrIdle]), write to it (see
-// [OnWriteIdle] for how without blocking), or do nothing. [Control]'s
-// IdleDeadline then reports when the next event is due. OnReadIdle panics
-// if f is nil.
+// (an idle close: Read and Write then return [ErrIdle], and [Control]'s
+// IdleDeadline the deadline of the event; a Close from another goroutine
+// while f runs is that idle close too), write to it (see [OnWriteIdle] for
+// how without blocking), or do nothing. IdleDeadline then reports when the
+// next event is due. OnReadIdle panics if f is nil.
 func OnReadIdle(f func(c net.Conn)) Option {
 	if f == nil {
 		panic("netidle: OnReadIdle called with a nil func")
@@ -108,7 +109,8 @@ func MaxLifetime(d time.Duration) Option {
 // Write that wrote data counts as a Read that returned data does, so a conn
 // writing a long response or a stream to a silent peer stays open, while
 // one whose peer stops reading (its Write blocked) is closed once idle
-// has passed. A large Write to a stream socket (TCP, or a Unix socket of
+// has passed. Only data moved counts: an [OnWriteIdle] event that writes
+// nothing does not postpone the close. A large Write to a stream socket (TCP, or a Unix socket of
 // network "unix") is written, and counted, piece by piece, and data that
 // io.Copy moves through the kernel's paths counts as it moves (see [Conn]).
 func AllIdle() Option {
