@@ -55,6 +55,18 @@ func readAllAsync(c net.Conn) <-chan []byte {
 	return ch
 }
 
+// copyAllTo copies src to c with io.Copy, half-closes c, and checks that
+// the peer, client, read exactly data.
+func copyAllTo(t *testing.T, c net.Conn, src io.Reader, client net.Conn, data []byte) {
+	t.Helper()
+	got := readAllAsync(client)
+	n, err := io.Copy(c, src)
+	require.NoError(t, err)
+	require.EqualValues(t, len(data), n)
+	require.NoError(t, c.(interface{ CloseWrite() error }).CloseWrite())
+	assert.True(t, bytes.Equal(data, recvWithin(t, 20*time.Second, got, "the peer's ReadAll")), "the bytes the peer read")
+}
+
 func TestIdleCopy_FileToConnDeliversEveryByte(t *testing.T) {
 	for name, opts := range copyOpts {
 		t.Run(name, func(t *testing.T) {
@@ -62,12 +74,7 @@ func TestIdleCopy_FileToConnDeliversEveryByte(t *testing.T) {
 			server, client := watchedPair(t, 20*time.Second, "io.Copy of a file")
 			f, data := randomFile(t, 3<<20+12345)
 			c := netidle.Conn(h, server, time.Hour, opts...)
-			got := readAllAsync(client)
-			n, err := io.Copy(c, f)
-			require.NoError(t, err)
-			require.EqualValues(t, len(data), n)
-			require.NoError(t, c.(interface{ CloseWrite() error }).CloseWrite())
-			assert.True(t, bytes.Equal(data, recvWithin(t, 20*time.Second, got, "the peer's ReadAll")), "the bytes the peer read")
+			copyAllTo(t, c, f, client, data)
 			c.Close()
 		})
 	}
@@ -323,12 +330,7 @@ func TestIdleCopy_IoCopyKeepsTheKernelPathWhenWrittenDataCounts(t *testing.T) {
 					}()
 					src = in
 				}
-				got := readAllAsync(client)
-				n, err := io.Copy(c, src)
-				require.NoError(t, err)
-				require.EqualValues(t, len(data), n)
-				require.NoError(t, c.(interface{ CloseWrite() error }).CloseWrite())
-				assert.True(t, bytes.Equal(data, recvWithin(t, 20*time.Second, got, "the peer's ReadAll")), "the bytes the peer read")
+				copyAllTo(t, c, src, client, data)
 				assert.Positive(t, spy.readFroms.Load(), "calls of the wrapped conn's ReadFrom")
 				assert.Zero(t, spy.writes.Load(), "Writes to the wrapped conn: the copy left the kernel's path")
 			})
