@@ -537,3 +537,46 @@ func armInFirstShard(h *Hierarchy) (last *shard, toLast func()) {
 	last = h.shards[len(h.shards)-1]
 	return last, func() { pick.Store(last) }
 }
+
+// TestReArm_LaterMoveInsideResetEverysWindowLeavesItOneShot: a later-move
+// (ResetAt to +5s) races ResetEvery(2s) on an armed one-shot timer, from two
+// goroutines released together, many times. Whichever takes effect last
+// decides: periodic from ResetEvery's reading, or one-shot at +5s. A
+// later-move that finds ResetEvery's deadline but not yet its binding must
+// not leave the timer periodic at +5s, a state no order of the two gives.
+func TestReArm_LaterMoveInsideResetEverysWindowLeavesItOneShot(t *testing.T) {
+	h, _ := newMock(t, WithShards(1))
+	origin := h.Origin()
+	var tm Timer
+	tm.Init(h, func() {})
+	rounds := 20_000
+	if raceEnabled {
+		rounds = 5_000
+	}
+	for i := range rounds {
+		tm.ResetAt(origin.Add(time.Second)) // armed one-shot, in a slot
+		var ready atomic.Int32
+		var wg sync.WaitGroup
+		start := func() {
+			ready.Add(1)
+			for ready.Load() < 2 {
+			}
+		}
+		wg.Go(func() {
+			start()
+			tm.ResetEvery(2 * time.Second)
+		})
+		wg.Go(func() {
+			start()
+			for range 3 {
+				tm.ResetAt(origin.Add(5 * time.Second))
+			}
+		})
+		waitWithin(t, 10*time.Second, &wg, "the racing ResetEvery and ResetAt")
+		if tm.Deadline().Equal(origin.Add(5*time.Second)) && tm.b.Load().period != 0 {
+			t.Fatalf("round %d: the ResetAt(+5s) took effect last, yet the timer runs every %v", i, time.Duration(tm.b.Load().period))
+		}
+		tm.Stop()
+	}
+	mustCheck(t, h)
+}

@@ -225,11 +225,12 @@ func (t *Timer) ResetAt(deadline time.Time) bool {
 // changed when since it was read (a concurrent re-arm, the timer firing
 // or stopped), and the re-arm then takes the lock. The clock is read after
 // when is loaded, so of two re-arms the one whose swap lands later read
-// the clock later. The binding is checked again after the swap: a
-// ResetEvery under the lock that stored the very deadline when held (an
-// A-B-A the swap cannot see) made the timer periodic, and the lock's path
-// makes it one-shot again. ResetEvery swaps its deadline in before it
-// rebinds, so a swap that lands first finds the binding unchanged.
+// the clock later. The binding is checked again after the swap: a re-arm
+// under the lock (ResetEvery) binds the timer before it swaps its
+// deadline in, so a swap that lands after that one's (also one that
+// cannot see it: the very deadline when held, an A-B-A) finds the binding
+// changed, and the lock's path then makes the timer one-shot again, after
+// the ResetEvery.
 func (t *Timer) rearm(a arming) bool {
 	b := t.b.Load()
 	old := t.when.Load()
@@ -308,11 +309,13 @@ func (t *Timer) resetTo(a arming) bool {
 			}
 		}
 	}
-	// The deadline first, then the binding: a later-move that swapped its
-	// deadline in just before finds its binding unchanged (see rearm).
-	w, filed := t.setWhenLocked(a)
+	// The binding first, then the deadline: a later-move (see rearm) whose
+	// swap lands after this re-arm's finds the binding changed and takes
+	// the lock, to take effect after it; one whose swap lands before makes
+	// this re-arm's swap fail and read the clock again (setWhenLocked).
 	t.cancelRunLocked(s)
 	t.rebindLocked(s, a.period)
+	w, filed := t.setWhenLocked(a)
 	d := s.h.dueTick(w)
 	switch {
 	case filed && (d == t.filed || d > t.filed && s.inWheel(t.filed)):
