@@ -33,9 +33,9 @@ func (h *Hierarchy) withTimeout(method string, parent context.Context, d time.Du
 	h.mustBeMade(method)
 	e := h.elapsed()
 	w := e + int64(d)
-	if (w > e) != (d > 0) {
-		// e+d overflows: the deadline is the reading plus d, as
-		// time.Time.Add has it, and w saturates.
+	if (w > e) != (d > 0) || clampDeadline(w) != w {
+		// e+d overflows, or is clamped: the deadline is the reading plus
+		// d, as time.Time.Add has it, and w saturates.
 		return h.withDeadline(method, parent, h.origin.Add(time.Duration(e)).Add(d), false, clampDeadline(satAdd(e, int64(d))), e, cause)
 	}
 	// The deadline is h.origin.Add(w): the same Time as the reading plus d
@@ -308,6 +308,13 @@ func (c *deadlineCtx) watchLocked() bool {
 	case <-done:
 		return false
 	default:
+	}
+	if parent.Err() != nil {
+		// Done, though its channel is not closed (yet): a parent that
+		// tells of its end through its AfterFunc method does so only to
+		// what registered before it ended, as package context's children
+		// do when they are made; c registers on its first wait, later.
+		return false
 	}
 	if p, ok := parent.Value(deadlineCtxKey{}).(*deadlineCtx); ok && p.Done() == done {
 		// parent wraps a deadlineCtx without changing when it is done.

@@ -879,13 +879,17 @@ func TestWithTimeout_ParentNotOfPackageContext(t *testing.T) {
 }
 
 // customCtx is a context of no package, with an AfterFunc method. A
-// silent one never calls the funcs registered with it.
+// silent one never calls the funcs registered with it; a quiet one leaves
+// its Done channel open when it ends, and tells of its end only to the
+// funcs registered before (as package context's own afterfunc_test.go's
+// afterFuncCtx).
 type customCtx struct {
 	mu     sync.Mutex
 	done   chan struct{}
 	err    error
 	funcs  map[*int]func()
 	silent bool
+	quiet  bool
 }
 
 func (c *customCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
@@ -925,7 +929,9 @@ func (c *customCtx) cancel(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.err = err
-	close(c.done)
+	if !c.quiet {
+		close(c.done)
+	}
 	for _, f := range c.funcs {
 		if !c.silent {
 			go f()
@@ -1567,4 +1573,41 @@ func TestValue_ContextValueAfterOwnEnd(t *testing.T) {
 	}
 	assert.Equal(t, context.Canceled, context.Cause(cancelled))
 	assert.EqualError(t, context.Cause(expired), "too slow")
+}
+
+// A context under a parent that tells of its end only through its
+// AfterFunc method, to what registered before it ended (package context's
+// TestCustomContextAfterFuncTimeout), is done once the parent is, though
+// it registers only at its first wait, after the parent ended.
+func TestWithTimeout_DoneUnderAParentThatEndedBeforeTheFirstWait(t *testing.T) {
+	h, _ := newFake(t)
+	for _, kind := range []string{"WithTimeout", "WithDeadlineCause"} {
+		parent := &customCtx{done: make(chan struct{}), quiet: true}
+		var ctx context.Context
+		var cancel context.CancelFunc
+		if kind == "WithTimeout" {
+			ctx, cancel = h.WithTimeout(parent, time.Hour)
+		} else {
+			ctx, cancel = h.WithDeadlineCause(parent, h.Now().Add(time.Hour), errors.New("late"))
+		}
+		parent.cancel(context.Canceled)
+		recvWithin(t, 10*time.Second, ctx.Done(), kind+"'s Done after the parent ended")
+		assert.ErrorIs(t, ctx.Err(), context.Canceled, kind)
+		assert.ErrorIs(t, context.Cause(ctx), context.Canceled, kind)
+		cancel()
+		assert.Zero(t, h.Len(), "%s: timers armed after the cancel", kind)
+	}
+}
+
+// Right after New (the clock's reading 0), a timeout so negative that the
+// deadline in ns is clamped still has Deadline() = the reading plus d.
+func TestWithTimeout_DeadlineIsReadingPlusDAtTheClampedEdge(t *testing.T) {
+	h, clk := newFake(t)
+	for _, d := range []time.Duration{math.MinInt64, math.MinInt64 + 1, math.MinInt64 + 2} {
+		ctx, cancel := h.WithTimeout(context.Background(), d)
+		dl, _ := ctx.Deadline()
+		assert.Equal(t, clk.Now().Add(d), dl, "Deadline() for d = %d", d)
+		assert.True(t, isDone(ctx), "done at once for d = %d", d)
+		cancel()
+	}
 }
