@@ -257,6 +257,18 @@ func (h *Hierarchy) withDeadline(method string, parent context.Context, at time.
 	} else {
 		c.t.Init(h, stop) // String reads h from it, also when unarmed
 	}
+	if st&ctxWatched != 0 && st&ctxPhase == ctxLive {
+		if _, ok := parent.(afterFuncer); ok && ownCtx(parent) == nil {
+			// A parent of another package with an AfterFunc method is
+			// told of c at once, as package context tells it of its
+			// children: it may tell of its end only to what registered
+			// before it ended, and a parent's end then stops c's timer.
+			c.mu.Lock()
+			if c.registerLocked() {
+				c.mu.Unlock()
+			}
+		}
+	}
 	return ctx, stop
 }
 

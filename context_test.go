@@ -584,7 +584,10 @@ func TestWithTimeout_ChildOfThisPackage(t *testing.T) {
 // TestWithTimeout_ParentToldOnlyWhenWaitedFor: a context asks its parent
 // to tell it of its end only once something waits for the context (Done,
 // AfterFunc, a kid); until then Err and Cause ask the parent, so the end
-// of the parent reaches it all the same.
+// of the parent reaches it all the same. A parent of another package with
+// an AfterFunc method is told at once, as package context tells it of its
+// children (package context's TestCustomContextAfterFuncUnregisterTimeout):
+// it may tell of its end only to what registered before it ended.
 func TestWithTimeout_ParentToldOnlyWhenWaitedFor(t *testing.T) {
 	h, _ := newFake(t)
 	cause := errors.New("parent's cause")
@@ -615,7 +618,7 @@ func TestWithTimeout_ParentToldOnlyWhenWaitedFor(t *testing.T) {
 				assert.Zero(t, kids(p), "kids of the parent before anything waits")
 			}
 			if p, ok := parent.(*customCtx); ok {
-				assert.Zero(t, p.registered(), "funcs registered with the parent before anything waits")
+				assert.Equal(t, 1, p.registered(), "funcs registered with a parent with an AfterFunc method, before anything waits")
 			}
 			cancelParent()
 			wantCause := cause
@@ -1610,4 +1613,24 @@ func TestWithTimeout_DeadlineIsReadingPlusDAtTheClampedEdge(t *testing.T) {
 		assert.True(t, isDone(ctx), "done at once for d = %d", d)
 		cancel()
 	}
+}
+
+// A parent of another package with an AfterFunc method is told of a
+// context when it is made, and its registration undone by the context's
+// cancel, as package context does (its afterfunc_test.go's
+// TestCustomContextAfterFuncUnregisterTimeout); its end then stops the
+// context's timer.
+func TestWithTimeout_AfterFuncParentToldAtOnceAndUntoldByCancel(t *testing.T) {
+	h, _ := newFake(t)
+	parent := &customCtx{done: make(chan struct{})}
+	_, cancel := h.WithTimeout(parent, time.Hour)
+	assert.Equal(t, 1, parent.registered(), "funcs registered with the parent once the context is made")
+	cancel()
+	assert.Zero(t, parent.registered(), "funcs registered with the parent after the context's cancel")
+
+	ctx, cancel := h.WithTimeout(parent, time.Hour)
+	defer cancel()
+	parent.cancel(context.Canceled)
+	recvWithin(t, 10*time.Second, ctx.Done(), "Done after the parent's end")
+	assert.Zero(t, h.Len(), "timers armed after the parent's end, nothing having waited on the context")
 }
