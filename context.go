@@ -321,13 +321,6 @@ func (c *deadlineCtx) watchLocked() bool {
 		return false
 	default:
 	}
-	if parent.Err() != nil {
-		// Done, though its channel is not closed (yet): a parent that
-		// tells of its end through its AfterFunc method does so only to
-		// what registered before it ended, as package context's children
-		// do when they are made; c registers on its first wait, later.
-		return false
-	}
 	if p, ok := parent.Value(deadlineCtxKey{}).(*deadlineCtx); ok && p.Done() == done {
 		// parent wraps a deadlineCtx without changing when it is done.
 		return c.linkUpLocked(p)
