@@ -2,6 +2,7 @@ package gnetwheel
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"time"
 
@@ -109,7 +110,7 @@ func (w *Wheel) Idler(idle time.Duration, opts ...IdleOption) *Idler {
 //
 // [Idle.Pause] and [Idle.Resume] tell a conn serving a request (a slow
 // reply, a long stream to a silent peer) from one idle between requests,
-// as the core's IdleControl does; [Idle.SetIdle] changes the conn's idle
+// as netidle's Control does; [Idle.SetIdle] changes the conn's idle
 // (a longer one once the client has authenticated). A paused conn is in no
 // bucket: nothing fires for it but its lifetime.
 //
@@ -170,7 +171,7 @@ const (
 // all, which is how an Idle unlinked from it finds it.
 type bucket struct {
 	head     Idle  // sentinel
-	key      int64 // in the loop's buckets: > 0 near, < 0 far
+	key      int64 // in the loop's buckets: see file
 	scanning bool
 	t        timingwheel.Timer
 	hop      hop     // t's way onto the loop
@@ -179,19 +180,49 @@ type bucket struct {
 
 func (b *bucket) empty() bool { return b.head.next == &b.head }
 
+// satAdd returns t+d (d >= 0), or the largest int64 if that overflows: an
+// idle of math.MaxInt64 ns, "never", stays never.
+func satAdd(t, d int64) int64 {
+	if t > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	return t + d
+}
+
+// floorDiv and ceilDiv divide by g > 0, rounding down and up also for a
+// negative a (a clock before the loop's epoch), where / rounds toward zero.
+func floorDiv(a, g int64) int64 {
+	q := a / g
+	if a%g < 0 {
+		q--
+	}
+	return q
+}
+
+func ceilDiv(a, g int64) int64 {
+	q := a / g
+	if a%g > 0 {
+		q++
+	}
+	return q
+}
+
 // now is the loop's clock reading, ns since its epoch.
 func (l *loopRun) now() int64 { return int64(l.cfg.w.h.Now().Sub(l.epoch)) }
 
 // file puts x, unlinked, in a bucket that fires no later than due, or (a
 // near one) within bucketGrain after it; now is the loop's clock.
 func (l *loopRun) file(x *Idle, due, now int64) {
+	// A bucket's key is its span's number, doubled, plus 1 if far: near
+	// and far spans never share a key, on either side of the epoch (a
+	// clock.Mock may go back past it).
 	var key, at int64
-	if due-now > int64(farGrain) {
-		k := due / int64(farGrain) // fires at the start of due's span, <= due
-		key, at = -k-1, k*int64(farGrain)
+	if due > satAdd(now, int64(farGrain)) {
+		k := floorDiv(due, int64(farGrain)) // fires at the start of due's span, <= due
+		key, at = 2*k+1, k*int64(farGrain)
 	} else {
-		k := (due + int64(bucketGrain) - 1) / int64(bucketGrain)
-		key, at = k+1, k*int64(bucketGrain)
+		k := ceilDiv(due, int64(bucketGrain))
+		key, at = 2*k, k*int64(bucketGrain)
 	}
 	b := l.buckets[key]
 	if b == nil {
@@ -202,7 +233,7 @@ func (l *loopRun) file(x *Idle, due, now int64) {
 			b.head.ext, b.head.last = &sentinelExt, int64(len(l.all))
 			l.all = append(l.all, b)
 			b.hop = hop{l: l, t: &b.t}
-			b.t.InitOn(l.cfg.w.h, b.hop.exec, b.scan)
+			b.hop.bind(l.cfg.w.h, b.scan)
 		}
 		b.head.next, b.head.prev = &b.head, &b.head
 		b.key = key
@@ -249,13 +280,13 @@ func (b *bucket) scan() {
 		n := x.next
 		n.prev, b.head.next = &b.head, n
 		x.next, x.prev = nil, nil
-		if due := x.last + x.idle; now < due {
+		if due := satAdd(x.last, x.idle); now < due {
 			l.file(x, due, now) // lazy: traffic came since it was filed, or a far bucket
 			continue
 		}
 		if cfg.onReadIdle != nil {
 			x.last = now
-			l.file(x, now+x.idle, now) // before f, which may Close or Pause
+			l.file(x, satAdd(now, x.idle), now) // before f, which may Close or Pause
 			cfg.onReadIdle(x.c)
 			continue
 		}
@@ -296,7 +327,7 @@ func (x *Idle) Init(i *Idler, c gnet.Conn) *Idle {
 		}
 	}
 	x.last, x.idle = lr.now(), int64(i.idle)
-	lr.file(x, x.last+x.idle, x.last)
+	lr.file(x, satAdd(x.last, x.idle), x.last)
 	return x
 }
 
@@ -374,7 +405,7 @@ func (x *Idle) Deadline() time.Time {
 	if x.ext == nil || x.paused() {
 		return time.Time{}
 	}
-	return x.ext.lr.epoch.Add(time.Duration(x.last + x.idle))
+	return x.ext.lr.epoch.Add(time.Duration(satAdd(x.last, x.idle)))
 }
 
 // paused reports whether x is paused: open and in no bucket. Outside
@@ -449,7 +480,7 @@ func (x *Idle) restart(l *loopRun) {
 		x.unlink() // before file: an emptied bucket is reused at once
 	}
 	x.last = l.now()
-	l.file(x, x.last+x.idle, x.last)
+	l.file(x, satAdd(x.last, x.idle), x.last)
 }
 
 // fireWrite and fireLife are the optional timers' callbacks, on the
@@ -470,17 +501,25 @@ func (*writeDue) drop() {}
 func (*lifeDue) drop()  {}
 
 // due reports, on the loop, whether the firing of m's timer t still
-// stands: m's binding has not been closed (nor the Idle bound again since)
-// and t was not re-armed (by Wrote, to a deadline after now) since it
-// fired.
+// stands: its deadline has come by the clock read here. A firing queued
+// before t was re-armed (by Wrote, to a deadline after now) does not. Nor
+// does one that reaches the loop after the clock went back before t's
+// deadline (a clock.Mock set back): then t is armed again for that
+// deadline, unless it is armed already, so that the event comes when the
+// clock passes it again, as the hierarchy's own timers do.
 func (m *idleExt) due(t *timingwheel.Timer) bool {
-	return m.x != nil && !m.lr.cfg.w.h.Now().Before(t.Deadline())
+	d := t.Deadline()
+	if !m.lr.cfg.w.h.Now().Before(d) {
+		return true
+	}
+	t.ResetAt(d) // armed for d: a no-op; fired, and the clock went back: again
+	return false
 }
 
 func (r *writeDue) runOnLoop() {
 	m := (*idleExt)(r)
-	if !m.due(&m.write) || m.x.paused() {
-		return
+	if m.x == nil || m.x.paused() || !m.due(&m.write) {
+		return // closed (or bound again), paused (Resume re-arms it), or not yet due
 	}
 	cfg := m.lr.cfg
 	m.write.Reset(cfg.writeIdle) // f's own write re-arms it again
@@ -489,7 +528,7 @@ func (r *writeDue) runOnLoop() {
 
 func (r *lifeDue) runOnLoop() {
 	m := (*idleExt)(r)
-	if m.due(&m.life) {
+	if m.x != nil && m.due(&m.life) {
 		m.x.closeFor(ErrLifetime)
 	}
 }

@@ -309,14 +309,24 @@ func (r runFunc) runOnLoop()                { r() }
 func (r runFunc) drop()                     {}
 func (r runFunc) Run(context.Context) error { r(); return nil }
 
-// hop is a timer's way onto its loop: the exec of the timer's InitOn. It
-// queues itself, so that a run the loop never takes is dropped by
-// stopping the timer, which ends that arming.
+// hop is a timer's way onto its loop: the exec of the timer's InitOn (see
+// bind). It queues itself, so that a run the loop never takes is dropped
+// by ending the arming that handed it over.
 type hop struct {
 	l   *loopRun
 	t   *timingwheel.Timer
+	f   func()      // the callback t was bound with, through fire
 	run func()      // the timer's run, set at its first firing
 	end func() bool // called when the run is dropped, if not nil
+	// dropped is set once a run of this binding was dropped: its loop
+	// takes nothing more, so no run of it calls f any more.
+	dropped atomic.Bool
+}
+
+// bind binds p's timer to call f on p's loop.
+func (p *hop) bind(h *timingwheel.Hierarchy, f func()) *timingwheel.Timer {
+	p.f = f
+	return p.t.InitOn(h, p.exec, p.fire)
 }
 
 // exec queues the timer's run for the loop.
@@ -329,8 +339,22 @@ func (p *hop) exec(run func()) {
 
 func (p *hop) runOnLoop() { p.run() }
 
+// fire is the callback the core calls from a run of p's binding.
+func (p *hop) fire() {
+	if p.dropped.Load() {
+		p.t.Stop() // a periodic timer's next run is armed: end it too
+		return
+	}
+	p.f()
+}
+
+// drop ends the arming that handed the run over, as Stop would, if t is
+// still bound by p: the run itself does that, through fire, and does
+// nothing for a binding t has left since (t stopped and bound again by
+// Wheel.InitOn, to another loop), whose arming a Stop here would end.
 func (p *hop) drop() {
-	p.t.Stop()
+	p.dropped.Store(true)
+	p.run()
 	if p.end != nil {
 		p.end()
 	}

@@ -228,6 +228,41 @@ func eventually(d time.Duration, cond func() bool) bool {
 	return true
 }
 
+// A run that a loop which has exited drops ends the arming that handed it
+// over, and no other: the timer, stopped and bound again to a live loop
+// (a pooled session reused on another engine) before the drop, keeps its
+// new arming, whether made by Wheel.InitOn or by AfterFunc.
+func TestLoop_ADroppedRunOfAnEarlierBindingLeavesTheNewArming(t *testing.T) {
+	for _, kind := range []string{"InitOn", "AfterFunc"} {
+		mock, h, idler, a := mockLoop(t, time.Hour)
+		w := idler.w
+		b := &fakeLoop{}
+		w.AfterFunc(b, time.Hour, func() {}) // b is a live loop of the registry
+		var tm *timingwheel.Timer
+		if kind == "InitOn" {
+			tm = w.InitOn(new(timingwheel.Timer), a, func() {})
+			tm.Reset(time.Millisecond)
+		} else {
+			tm = w.AfterFunc(a, time.Millisecond, func() {})
+		}
+		a.exited = true // a's loop exits: its Execute drops the task
+		mock.Add(time.Millisecond)
+		h.Advance() // the run is on its way to a, and lost
+		if !tm.Stop() {
+			t.Fatalf("%s: Stop of a timer whose run is on its way returned false", kind)
+		}
+		ran := 0
+		w.InitOn(tm, b, func() { ran++ }) // bound again, to b
+		tm.Reset(100 * time.Millisecond)
+		a.shutdown = true // the re-check of a's drain finds the shutdown: a's runs are dropped
+		settle(mock, h, b, 200*time.Millisecond)
+		if ran != 1 {
+			t.Fatalf("%s: the timer bound again to a live loop ran %d times in 200ms, want 1: "+
+				"dropping the earlier binding's run ended its new arming (h.Len() = %d)", kind, ran, h.Len())
+		}
+	}
+}
+
 func TestLoop_TimersOfAStoppedEngineEndTheirArming(t *testing.T) {
 	watchdog(t, 30*time.Second)
 	w := newTestWheel(t)

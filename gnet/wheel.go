@@ -49,12 +49,17 @@ func (w *Wheel) Exec(el gnet.EventLoop) func(run func()) {
 // ResetEvery arm it, Stop disarms it. Unlike t.InitOn(w.Hierarchy(),
 // w.Exec(el), f), a run that el's loop cannot take (its engine has shut
 // down, or is shutting down) ends that arming as Stop would: the
-// hierarchy no longer counts t, and f does not run. As Timer.InitOn,
+// hierarchy no longer counts t, and f does not run; such a run of an
+// earlier binding of t, dropped after t was stopped and bound again (to
+// another loop, say), leaves the new binding's arming alone. As Timer.InitOn,
 // InitOn must not run concurrently with t's other methods, and panics if
 // f is nil or t is armed; it allocates a little, once.
 func (w *Wheel) InitOn(t *timingwheel.Timer, el gnet.EventLoop, f func()) *timingwheel.Timer {
+	if f == nil {
+		panic("gnetwheel: Wheel.InitOn called with a nil func")
+	}
 	p := &hop{l: w.loops.of(el, w.h, nil), t: t}
-	return t.InitOn(w.h, p.exec, f)
+	return p.bind(w.h, f)
 }
 
 // AfterFunc returns a timer that calls f on el's loop once d has passed.
@@ -63,7 +68,7 @@ func (w *Wheel) InitOn(t *timingwheel.Timer, el gnet.EventLoop, f func()) *timin
 // docs/guarantees.md). If el's loop has exited when the timer fires, f
 // does not run and the arming ends, as after Stop (see [Wheel.InitOn]).
 func (w *Wheel) AfterFunc(el gnet.EventLoop, d time.Duration, f func()) *timingwheel.Timer {
-	t := w.newTimer(el, f)
+	t := w.newTimer("AfterFunc", el, f)
 	t.Reset(d)
 	return t
 }
@@ -73,20 +78,23 @@ func (w *Wheel) AfterFunc(el gnet.EventLoop, d time.Duration, f func()) *timingw
 // timers" in the core's docs/guarantees.md). Once el's loop has exited,
 // the next run stops the timer instead of calling f.
 func (w *Wheel) Every(el gnet.EventLoop, period time.Duration, f func()) *timingwheel.Timer {
-	t := w.newTimer(el, f)
+	t := w.newTimer("Every", el, f)
 	t.ResetEvery(period)
 	return t
 }
 
 // newTimer is w.InitOn(new(timingwheel.Timer), el, f), the timer and its
 // hop in one allocation.
-func (w *Wheel) newTimer(el gnet.EventLoop, f func()) *timingwheel.Timer {
+func (w *Wheel) newTimer(method string, el gnet.EventLoop, f func()) *timingwheel.Timer {
+	if f == nil {
+		panic("gnetwheel: Wheel." + method + " called with a nil func")
+	}
 	p := new(struct {
 		t   timingwheel.Timer
 		hop hop
 	})
 	p.hop = hop{l: w.loops.of(el, w.h, nil), t: &p.t}
-	return p.t.InitOn(w.h, p.hop.exec, f)
+	return p.hop.bind(w.h, f)
 }
 
 // Schedule is the EventLoop.Schedule that gnet declares: runnable.Run(ctx)
@@ -113,7 +121,7 @@ func (w *Wheel) Schedule(el gnet.EventLoop, ctx context.Context, runnable gnet.R
 	}
 	s := &scheduled{ctx: ctx, r: runnable}
 	s.hop = hop{l: w.loops.of(el, w.h, nil), t: &s.t}
-	s.t.InitOn(w.h, s.hop.exec, s.fire)
+	s.hop.bind(w.h, s.fire)
 	if ctx.Done() == nil {
 		s.t.Reset(delay) // never done: nothing to watch
 		return nil
