@@ -29,8 +29,12 @@ type driver struct {
 	mu    sync.Mutex   // guards timer and its arming against idle()
 	timer *clock.Timer // the clock timer the driver sleeps on; its func signals wake
 
-	runMu      sync.Mutex // serializes Start and Stop
+	// runMu serializes Start and Stop. Stop does not hold it while it
+	// waits for the driver to exit (stopping is set then), so a callback
+	// the driver runs meanwhile may call Start.
+	runMu      sync.Mutex
 	stop, done chan struct{}
+	stopping   bool // stop is closed: a Stop waits for done
 }
 
 // Markers kept in driver.sleepUntil.
@@ -113,10 +117,14 @@ func (h *Hierarchy) idle() {
 // whenever a timer is due (or a coarse slot must cascade), sleeping on the
 // clock in between. It does not wake every tick, nor at all while no timer
 // is armed; arming a timer earlier than its wake-up wakes it. Start does
-// nothing if the driver is already running.
+// nothing if the driver is already running, also while a Stop of another
+// goroutine waits for it to exit: such a Start and Stop overlap, and the
+// driver ends with the Stop.
 //
 // Callbacks run on the driver goroutine. A callback may call Start (a
-// no-op: the driver runs) but must not call [Hierarchy.Stop], which would
+// no-op: the driver runs, or is being stopped by a Stop of another
+// goroutine, which then waits for the callback) but must not call
+// [Hierarchy.Stop], which would
 // wait forever for the driver running that callback. A callback that panics there crashes the
 // program, as a panic in any goroutine does; recover inside the callback
 // if that is not wanted. Call Stop to end the goroutine when the hierarchy
@@ -198,16 +206,27 @@ func (h *Hierarchy) Stop() {
 	h.mustBeMade("Stop")
 	dr := &h.driver
 	dr.runMu.Lock()
-	defer dr.runMu.Unlock()
 	if dr.stop == nil {
 		h.noAutoStart()
+		dr.runMu.Unlock()
 		return
 	}
-	close(dr.stop)
-	<-dr.done
-	dr.stop, dr.done = nil, nil
-	dr.sleepUntil.Store(notRunning)
-	dr.wake.Store(nil)
+	if !dr.stopping {
+		dr.stopping = true
+		close(dr.stop)
+	}
+	done := dr.done
+	// Wait without runMu: the callback the driver is running may call
+	// Start, which then returns at once (the driver is still running).
+	dr.runMu.Unlock()
+	<-done
+	dr.runMu.Lock()
+	if dr.done == done { // the first of concurrent Stops back
+		dr.stop, dr.done, dr.stopping = nil, nil, false
+		dr.sleepUntil.Store(notRunning)
+		dr.wake.Store(nil)
+	}
+	dr.runMu.Unlock()
 }
 
 // drive is the driver goroutine.

@@ -12,6 +12,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/timingwheel/timingwheel/internal/watch"
 )
 
 // The driver against a clock.Mock that other goroutines move, including
@@ -356,4 +357,46 @@ func TestDriver_SeesDeadlineReachedOnLastRearm(t *testing.T) {
 		t.Fatalf("the timer due at 10ms did not fire with the mock at %v, after %d clock readings by the driver: it slept on a clock timer armed late", mock.Now().Sub(start), clk.reads.Load())
 	}
 	assert.GreaterOrEqual(t, clk.reads.Load(), int64(203), "the driver armed its clock timer 101 times")
+}
+
+// A callback may call Start also while a Stop of another goroutine waits
+// for the driver running that callback: Start returns at once, Stop and
+// the other Stops return once the callback has, and the driver is then
+// stopped, for a later Start to start again.
+func TestDriver_StartFromACallbackWhileStopWaitsForIt(t *testing.T) {
+	h, err := New(WithClock(clock.New()))
+	require.NoError(t, err)
+	inCallback, stopping := make(chan struct{}), make(chan struct{})
+	var startReturned atomic.Bool
+	h.AfterFunc(time.Millisecond, func() {
+		close(inCallback)
+		<-stopping
+		time.Sleep(20 * time.Millisecond) // the Stops wait for the driver
+		ok, _ := watch.ReturnsWithin(5*time.Second, h.Start)
+		startReturned.Store(ok)
+	})
+	h.Start()
+	<-inCallback
+	var stops sync.WaitGroup
+	for range 3 {
+		stops.Go(h.Stop)
+	}
+	close(stopping)
+	if ok, _ := watch.ReturnsWithin(10*time.Second, stops.Wait); !ok {
+		t.Fatalf("hung: three Stops did not return within 10s; the callback's Start returned within 5s: %v", startReturned.Load())
+	}
+	require.True(t, startReturned.Load(), "Start from a callback while Stop waits for the driver did not return within 5s")
+	h.driver.runMu.Lock()
+	running := h.driver.stop != nil
+	h.driver.runMu.Unlock()
+	require.False(t, running, "the driver runs after the Stops returned")
+	fired := make(chan struct{})
+	h.AfterFunc(time.Millisecond, func() { close(fired) })
+	h.Start()
+	defer h.Stop()
+	select {
+	case <-fired:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a timer armed after the Stops did not fire within 5s of Start")
+	}
 }
