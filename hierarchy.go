@@ -87,6 +87,14 @@ func New(opts ...Option) (*Hierarchy, error) {
 	if c.shards == 0 {
 		c.shards = min(runtime.GOMAXPROCS(0), MaxShards)
 	}
+	total := 0
+	for _, n := range c.slots {
+		total += n // at most MaxSlots each, so no overflow below
+	}
+	if total > MaxTotalSlots/c.shards {
+		return nil, fmt.Errorf("%w: levels of %v slots in %d shards are %d slots; at most %d (MaxTotalSlots)",
+			ErrInvalidConfig, c.slots, c.shards, total*c.shards, MaxTotalSlots)
+	}
 	h := &Hierarchy{
 		clock:     c.clock,
 		realClock: realClock,

@@ -539,6 +539,8 @@ func TestBadInput_PanicsWithClearMessages(t *testing.T) {
 		{"one slot", []Option{WithLevels(60, 1)}, "level 1 has 1 slots"},
 		{"negative slots", []Option{WithLevels(-5)}, "level 0 has -5 slots"},
 		{"too many slots", []Option{WithLevels(MaxSlots + 1)}, "level 0"},
+		{"too many slots in all shards", []Option{WithShards(MaxShards), WithLevels(MaxSlots)}, "(MaxTotalSlots)"},
+		{"levels summing past the total", []Option{WithShards(4), WithLevels(MaxSlots, 2)}, "at most 16777216"},
 		{"nil clock", []Option{WithClock(nil)}, "WithClock(nil)"},
 		{"nil option", []Option{nil}, "nil Option"},
 	} {

@@ -20,6 +20,12 @@ const MaxSlots = 1 << 22
 // MaxShards is the largest number of shards [WithShards] accepts.
 const MaxShards = 1024
 
+// MaxTotalSlots is the most slots [New] gives a hierarchy: the slots of the
+// levels [WithLevels] gives, times the shards. At 48 bytes a slot that is
+// about 805 MB; a configuration asking for more is an error
+// ([ErrInvalidConfig]), not an allocation that would exhaust memory.
+const MaxTotalSlots = 1 << 24
+
 // An Option configures a [Hierarchy] built by [New]. A nil Option makes New
 // return an error.
 type Option interface {

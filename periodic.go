@@ -45,7 +45,10 @@ func (h *Hierarchy) Every(p time.Duration, f func()) *Timer {
 // if p <= 0. It allocates nothing once t's shard has seen the period p: the
 // first timer of a period in a shard allocates the 32 bytes the shard keeps
 // for that period, for up to 1024 periods per shard (a conn with a period
-// of its own, a jittered ping, pays that once per period).
+// of its own, a jittered ping, pays that once per period). A timer that is
+// not armed may be moved to another shard as it is armed, when its own is
+// contended, and pays that once more there if that shard has not seen the
+// period.
 func (t *Timer) ResetEvery(p time.Duration) bool {
 	t.shard("ResetEvery")
 	return t.resetTo(arming{v: int64(p), rel: true, period: period("ResetEvery", p), move: true})
