@@ -189,20 +189,15 @@ func satAdd(t, d int64) int64 {
 	return t + d
 }
 
-// floorDiv and ceilDiv divide by g > 0, rounding down and up also for a
-// negative a (a clock before the loop's epoch), where / rounds toward zero.
-func floorDiv(a, g int64) int64 {
-	q := a / g
-	if a%g < 0 {
-		q--
-	}
-	return q
-}
-
-func ceilDiv(a, g int64) int64 {
-	q := a / g
-	if a%g > 0 {
+// div divides a by g > 0, rounding up if up, else down, also for a
+// negative a (a clock before the loop's epoch), which / rounds toward zero.
+func div(a, g int64, up bool) int64 {
+	q, r := a/g, a%g
+	switch {
+	case up && r > 0:
 		q++
+	case !up && r < 0:
+		q--
 	}
 	return q
 }
@@ -218,10 +213,10 @@ func (l *loopRun) file(x *Idle, due, now int64) {
 	// clock.Mock may go back past it).
 	var key, at int64
 	if due > satAdd(now, int64(farGrain)) {
-		k := floorDiv(due, int64(farGrain)) // fires at the start of due's span, <= due
+		k := div(due, int64(farGrain), false) // fires at the start of due's span, <= due
 		key, at = 2*k+1, k*int64(farGrain)
 	} else {
-		k := ceilDiv(due, int64(bucketGrain))
+		k := div(due, int64(bucketGrain), true)
 		key, at = 2*k, k*int64(bucketGrain)
 	}
 	b := l.buckets[key]
