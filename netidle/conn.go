@@ -40,17 +40,6 @@ import (
 // still returns that data, with a nil error; the next Read reports the
 // timeout.
 //
-// fixErr returns the error of op once the hierarchy closed c (the reason
-// an operation failed), else err.
-func (c *conn) fixErr(op string, err error) error {
-	if err != nil {
-		if e := c.closedErr(op); e != nil {
-			return e
-		}
-	}
-	return err
-}
-
 // Close stops the conn's timer, so the hierarchy keeps no reference to a
 // closed conn, and closes c. (A conn dropped without Close is held by the
 // hierarchy until it closes it for being idle.) The first Close returns
@@ -111,6 +100,17 @@ func Conn(h *timingwheel.Hierarchy, c net.Conn, idle time.Duration, opts ...Opti
 		panic("netidle: Conn called with a nil net.Conn")
 	}
 	return wrap(h, c, int64(idle), o)
+}
+
+// fixErr returns the error of op once the hierarchy closed c (the reason
+// an operation failed), else err.
+func (c *conn) fixErr(op string, err error) error {
+	if err != nil {
+		if e := c.closedErr(op); e != nil {
+			return e
+		}
+	}
+	return err
 }
 
 // Listener returns l wrapped so that every conn its Accept returns is

@@ -5,5 +5,7 @@
 // ExampleHierarchy_Every, the root example_test.go), and when a snippet of
 // README.md, of the package's doc comments or of its examples arms a timer
 // whose callback uses the variable the arming is assigned to (a data race
-// with a running driver).
+// with a running driver). It holds the layouts of docs/tuning.md's code
+// blocks the same way: its test fails when a block there is not in
+// tuning_test.go, and runs each layout with the driver.
 package readme

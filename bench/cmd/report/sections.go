@@ -24,10 +24,10 @@ var glance = []glanceRow{
 	{"re-arm a live timer (`Reset`), random order, one goroutine", "Reset/impl=wheel/live=1000000/order=random", "Reset/impl=runtime/live=1000000/order=random", "ns/op"},
 	{"re-arm a live timer (`Reset`), random order, 8 goroutines per core", "ResetParallel/impl=wheel/live=1000000", "ResetParallel/impl=runtime/live=1000000", "ns/op"},
 	{"re-arm (`Reset`) of 10^4 timers made on one goroutine (an accept loop's), from 8 goroutines per core", "ServerReset/impl=wheel/live=10000/mode=parallel", "ServerReset/impl=runtime/live=10000/mode=parallel", "ns/op"},
-	{"an idle conn's Read re-arm, 10^4 conns wrapped on one goroutine, 8 goroutines per core: `h.IdleConn` / a conn resetting its own `*time.Timer`", "ServerConnRead/impl=wheel/live=10000/mode=parallel", "ServerConnRead/impl=runtime/live=10000/mode=parallel", "ns/op"},
+	{"an idle conn's Read re-arm, 10^4 conns wrapped on one goroutine, 8 goroutines per core: `netidle.Conn` / a conn resetting its own `*time.Timer`", "ServerConnRead/impl=wheel/live=10000/mode=parallel", "ServerConnRead/impl=runtime/live=10000/mode=parallel", "ns/op"},
 	{"re-arm one of 10^6 keys from 8 goroutines per core: `Timeouts.Add` / sharded map of `*time.Timer`", "TimeoutsParallel/impl=wheel/keys=1000000", "TimeoutsParallel/impl=runtime/keys=1000000", "ns/op"},
 	{"heartbeat on one of 10,000 TCP connections: `Timer.Reset` / `conn.SetReadDeadline`", "Heartbeat/impl=wheel/api=Timer/conns=10000", "Heartbeat/impl=runtime/api=SetReadDeadline/conns=10000", "ns/op"},
-	{"a 512-byte Read on a loopback conn (after a Write): `h.IdleConn` / the bare `net.Conn`", "IdleConnRead/impl=idleconn/read=512B", "IdleConnRead/impl=raw/read=512B", "ns/op"},
+	{"a 512-byte Read on a loopback conn (after a Write): `netidle.Conn` / the bare `net.Conn`", "IdleConnRead/impl=idleconn/read=512B", "IdleConnRead/impl=raw/read=512B", "ns/op"},
 	{"request deadline, create + cancel, one goroutine: `h.WithTimeout` / `context.WithTimeout`", "WithTimeout/parent=background/done=false/impl=wheel/pending=100000", "WithTimeout/parent=background/done=false/impl=context/pending=100000", "ns/op"},
 	{"request deadline with `Done()` called, under a `WithCancel` parent, one goroutine", "WithTimeout/parent=cancel/done=true/impl=wheel/pending=100000", "WithTimeout/parent=cancel/done=true/impl=context/pending=100000", "ns/op"},
 	{"request deadline, create + cancel, 8 goroutines per core", "WithTimeoutParallel/parent=background/done=false/impl=wheel/pending=100000", "WithTimeoutParallel/parent=background/done=false/impl=context/pending=100000", "ns/op"},
@@ -36,7 +36,7 @@ var glance = []glanceRow{
 	{"heap per live timer (`AfterFunc`, shared callback)", "Heap/impl=wheel/live=1000000", "Heap/impl=runtime/live=1000000", "B/timer"},
 	{"heap per `int` key of keyed timeouts", "HeapPerKey/impl=wheel/keys=1000000", "HeapPerKey/impl=runtime/keys=1000000", "B/key"},
 	{"heap per periodic timer in a conn's struct: `Timer` + `ResetEvery` / `time.Ticker`", "HeapPeriodic/impl=wheel", "HeapPeriodic/impl=ticker", "B/conn"},
-	{"heap per conn for an idle close and a write-idle ping: `IdleConn` + `OnWriteIdle` / `Ticker` + `SetReadDeadline`", "HeapIdleEvents/impl=wheel/api=IdleConn+OnWriteIdle/idle=shared/conns=10000", "HeapIdleEvents/impl=runtime/api=Ticker+SetReadDeadline/conns=10000", "B/conn"},
+	{"heap per conn for an idle close and a write-idle ping: `netidle.Conn` + `OnWriteIdle` / `Ticker` + `SetReadDeadline`", "HeapIdleEvents/impl=wheel/api=IdleConn+OnWriteIdle/idle=shared/conns=10000", "HeapIdleEvents/impl=runtime/api=Ticker+SetReadDeadline/conns=10000", "B/conn"},
 	{"CPU to fire 10^6 timers due within one second (first time in the process)", "Expiry/impl=wheel/timers=1000000/state=cold", "Expiry/impl=runtime/timers=1000000/state=cold", "fire-cpu-sec/op"},
 	{"10^5 callbacks of 2 µs each, due over one second, real clock: lag of the last one after its deadline", "SlowExpiry/impl=wheel/due=spread/timers=100000/callback=2us", "SlowExpiry/impl=runtime/due=spread/timers=100000/callback=2us", "lag-sec/op"},
 	{"10^5 callbacks of 2 µs each, all due at one instant: lag of the last one", "SlowExpiry/impl=wheel/due=burst/timers=100000/callback=2us", "SlowExpiry/impl=runtime/due=burst/timers=100000/callback=2us", "lag-sec/op"},
@@ -196,7 +196,7 @@ func (d *doc) connections() {
 	d.p("- `AfterFunc`: a `time.AfterFunc` per connection that closes it, `Reset` on heartbeat;\n")
 	d.p("- `Timeouts`: one `timingwheel.Timeouts[net.Conn]`, `Add(conn, idle)` on heartbeat;\n")
 	d.p("- `Timer`: a `timingwheel.Timer` held in the per-connection state, `Reset(idle)` on heartbeat;\n")
-	d.p("- `IdleConn`: `netidle.Conn(h, conn, idle)`, a wrapper whose `Read` re-arms the timeout itself (its\n")
+	d.p("- `netidle.Conn`: `netidle.Conn(h, conn, idle)`, a wrapper whose `Read` records the traffic for the timeout (its\n")
 	d.p("  cost is in the Read path below).\n\n")
 	for _, s := range d.res.skipped {
 		d.p("Not measured: %s.\n\n", strings.Replace(s, ": ", " — ", 1))
@@ -208,7 +208,7 @@ func (d *doc) connections() {
 		}
 		return out
 	}
-	heads := []string{"`Timer`", "`Timeouts`", "`IdleConn`", "`SetReadDeadline`", "`AfterFunc`"}
+	heads := []string{"`Timer`", "`Timeouts`", "`netidle.Conn`", "`SetReadDeadline`", "`AfterFunc`"}
 	vs := []ratio{{3, 0, "`SetReadDeadline` ÷ `Timer`", true}, {4, 0, "`AfterFunc` ÷ `Timer`", true}, {3, 1, "`SetReadDeadline` ÷ `Timeouts`", true}}
 	d.p("Heartbeat, ns/op:\n\n")
 	t := newTable([]string{"connections", "GOMAXPROCS"}, heads, vs...)
@@ -218,17 +218,17 @@ func (d *doc) connections() {
 	d.p("Heap bytes each way adds per connection (GOMAXPROCS=2; one sample per fresh process for the\n")
 	d.p("runtime's `AfterFunc`, whose timer heap keeps its capacity; the connections and their poll\n")
 	d.p("descriptors are not counted, so `SetReadDeadline` shows none):\n\n")
-	h := newTable([]string{"connections"}, heads, ratio{4, 0, "`AfterFunc` ÷ `Timer`", true}, ratio{4, 1, "`AfterFunc` ÷ `Timeouts`", true}, ratio{4, 2, "`AfterFunc` ÷ `IdleConn`", true})
+	h := newTable([]string{"connections"}, heads, ratio{4, 0, "`AfterFunc` ÷ `Timer`", true}, ratio{4, 1, "`AfterFunc` ÷ `Timeouts`", true}, ratio{4, 2, "`AfterFunc` ÷ `netidle.Conn`", true})
 	for _, n := range heap {
 		d.add(h, []string{strings.TrimPrefix(caseOf(n), "api=Timer/")}, cells(n, "2", "B/conn")...)
 	}
 	d.table(h)
 	if len(read) > 0 {
-		d.p("### The Read path of `IdleConn`\n\n")
+		d.p("### The Read path of `netidle.Conn`\n\n")
 		d.p("One 512-byte Write at the far end, then one 512-byte Read with data waiting (a 64 KiB backlog\n")
-		d.p("keeps it so), on the bare connection and on the same connection wrapped by `IdleConn`, whose\n")
-		d.p("Read also re-arms the timeout: the difference is what the wrapper adds to every Read.\n\n")
-		r := newTable([]string{"GOMAXPROCS"}, []string{"`IdleConn`", "bare `net.Conn`", "`IdleConn` allocs/op"}, ratio{1, 0, "bare ÷ `IdleConn`", true})
+		d.p("keeps it so), on the bare connection and on the same connection wrapped by `netidle.Conn`, whose\n")
+		d.p("Read also records the traffic for the timeout: the difference is what the wrapper adds to every Read.\n\n")
+		r := newTable([]string{"GOMAXPROCS"}, []string{"`netidle.Conn`", "bare `net.Conn`", "`netidle.Conn` allocs/op"}, ratio{1, 0, "bare ÷ `netidle.Conn`", true})
 		d.tablePerProcs(r, read, func(n, pr string) ([]string, []*sample) {
 			w := withImpl(n, "idleconn")
 			return []string{pr}, []*sample{d.get(w, pr, "ns/op"), d.get(n, pr, "ns/op"), d.get(w, pr, "allocs/op")}
@@ -308,7 +308,7 @@ func (d *doc) idleEvents() {
 		return
 	}
 	d.heading("Idle events")
-	d.p("`OnReadIdle`, `OnWriteIdle` and `MaxLifetime` of `h.IdleConn` against what servers write without\n")
+	d.p("`OnReadIdle`, `OnWriteIdle` and `MaxLifetime` of `netidle.Conn(h, …)` against what servers write without\n")
 	d.p("them: a `time.Ticker` per connection for the ping and `SetReadDeadline` for the idle close\n")
 	d.p("([`bench/idleevents_test.go`](%s/bench/idleevents_test.go), `-tags idleevents`), GOMAXPROCS=2.\n\n", d.root)
 	if len(heap) > 0 {
@@ -365,8 +365,8 @@ func (d *doc) idleEvents() {
 		} else {
 			d.p("On a loopback socket (`BenchmarkIdleEventsIO`: a 512-byte Write and Read, one end wrapped):\n\n")
 		}
-		t := newTable([]string{"op"}, []string{"`IdleConn`", "with `OnReadIdle` + `OnWriteIdle`", other},
-			ratio{2, 0, other + " ÷ `IdleConn`", true}, ratio{2, 1, other + " ÷ with events", true})
+		t := newTable([]string{"op"}, []string{"`netidle.Conn`", "with `OnReadIdle` + `OnWriteIdle`", other},
+			ratio{2, 0, other + " ÷ `netidle.Conn`", true}, ratio{2, 1, other + " ÷ with events", true})
 		for _, op := range ops {
 			find := func(impl string) *sample {
 				for _, n := range names {

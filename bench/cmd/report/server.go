@@ -13,7 +13,7 @@ import (
 // and runtime rows are.
 var serverBenches = []struct{ name, what, wheel, other string }{
 	{"ServerReset", "`Reset` of a live timer", "`Timer.Reset`", "`(*time.Timer).Reset`"},
-	{"ServerConnRead", "a Read through an idle conn (the Read returns 1 byte at once; the re-arm is what costs)", "`h.IdleConn`", "a conn resetting its own `*time.Timer`"},
+	{"ServerConnRead", "a Read through an idle conn (the Read returns 1 byte at once; what the wrapper does on it is what costs)", "`netidle.Conn`", "a conn resetting its own `*time.Timer`"},
 }
 
 // A target is a ratio of two medians that must reach min: issue 37's
@@ -36,9 +36,9 @@ type target struct {
 var serverTargets = []target{
 	{what: "re-arm (`Reset`) of timers made on one goroutine, from 8 goroutines per core: runtime ÷ timingwheel", num: "ServerReset/impl=runtime/live=10000/mode=parallel", numProcs: "2", den: "ServerReset/impl=wheel/live=10000/mode=parallel", denProcs: "2", min: 1.5, numHead: "runtime", denHead: "timingwheel", filed: "0.23–0.33x"},
 	{what: "the same, timingwheel on two cores no slower than on one: GOMAXPROCS=1 ÷ 2", num: "ServerReset/impl=wheel/live=10000/mode=parallel", numProcs: "1", den: "ServerReset/impl=wheel/live=10000/mode=parallel", denProcs: "2", min: 1, orTied: true, numHead: "GOMAXPROCS=1", denHead: "GOMAXPROCS=2", filed: "0.13–0.19x"},
-	{what: "an idle conn's Read re-arm, conns wrapped on one goroutine, from 8 goroutines per core: own `*time.Timer` ÷ `h.IdleConn`", num: "ServerConnRead/impl=runtime/live=10000/mode=parallel", numProcs: "2", den: "ServerConnRead/impl=wheel/live=10000/mode=parallel", denProcs: "2", min: 1.5, numHead: "runtime", denHead: "timingwheel", filed: "0.18x"},
+	{what: "an idle conn's Read re-arm, conns wrapped on one goroutine, from 8 goroutines per core: own `*time.Timer` ÷ `netidle.Conn`", num: "ServerConnRead/impl=runtime/live=10000/mode=parallel", numProcs: "2", den: "ServerConnRead/impl=wheel/live=10000/mode=parallel", denProcs: "2", min: 1.5, numHead: "runtime", denHead: "timingwheel", filed: "0.18x"},
 	{what: "`Reset` of a live timer, one goroutine: runtime ÷ timingwheel", num: "ServerReset/impl=runtime/live=10000/mode=loop", numProcs: "2", den: "ServerReset/impl=wheel/live=10000/mode=loop", denProcs: "2", min: 2, numHead: "runtime", denHead: "timingwheel", filed: "1.05–1.19x"},
-	{what: "an idle conn's Read re-arm, one goroutine: own `*time.Timer` ÷ `h.IdleConn`", num: "ServerConnRead/impl=runtime/live=10000/mode=loop", numProcs: "2", den: "ServerConnRead/impl=wheel/live=10000/mode=loop", denProcs: "2", min: 1.5, numHead: "runtime", denHead: "timingwheel", filed: "1.14–1.35x"},
+	{what: "an idle conn's Read re-arm, one goroutine: own `*time.Timer` ÷ `netidle.Conn`", num: "ServerConnRead/impl=runtime/live=10000/mode=loop", numProcs: "2", den: "ServerConnRead/impl=wheel/live=10000/mode=loop", denProcs: "2", min: 1.5, numHead: "runtime", denHead: "timingwheel", filed: "1.14–1.35x"},
 	{what: "`AfterFunc(d, f).Stop()` from 8 goroutines per core next to 10^6 live timers, timingwheel's speed-up from one core to two: GOMAXPROCS=1 ÷ 2", num: "ArmStopParallel/impl=wheel/live=1000000", numProcs: "1", den: "ArmStopParallel/impl=wheel/live=1000000", denProcs: "2", min: 1.8, numHead: "GOMAXPROCS=1", denHead: "GOMAXPROCS=2", filed: "1.20–1.31x"},
 }
 
@@ -68,7 +68,7 @@ func (d *doc) server() {
 	d.p("timers or conns there are (10^4 stay in cache, 10^6 do not); nothing else is live. timingwheel's\n")
 	d.p("timers are held by value in a slice of structs, bound with `Init`; the runtime's are\n")
 	d.p("`time.AfterFunc` timers. The conns wrap a fake `net.Conn` whose Read returns 1 byte at once, so that\n")
-	d.p("only the wrapper's re-arm is measured: `h.IdleConn` against a hand-written conn that calls\n")
+	d.p("only the wrapper's work on a Read is measured: `netidle.Conn(h, …)` against a hand-written conn that calls\n")
 	d.p("`Reset` on its own `time.AfterFunc` timer after each Read (`SetReadDeadline` needs a real socket;\n")
 	d.p("see the TCP heartbeat below).\n\n")
 	for _, name := range present {
