@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"reflect"
 	"syscall"
 )
 
@@ -33,13 +34,14 @@ const (
 	sendPiece  = 256 << 10
 )
 
-// spliceable returns r as a socket the kernel can splice from (a TCP conn
-// or a Unix stream conn), or nil. Besides *net.TCPConn and *net.UnixConn,
-// that is any net.Conn with a syscall.Conn whose address is a TCP or a
-// Unix stream one: what *net.TCPConn's WriteTo hands to io.Copy (the conn
-// with its WriteTo hidden), which is how io.Copy(conn, tcpConn) reaches
-// ReadFrom. Whatever the kernel's path does not take, the wrapped conn's
-// ReadFrom copies as io.Copy would, so a wider match costs no data.
+// spliceable returns r as a socket the kernel splices from, or nil: what
+// net's ReadFrom splices, a *net.TCPConn, a Unix stream *net.UnixConn, or
+// the conn with its WriteTo hidden that *net.TCPConn's WriteTo hands to
+// io.Copy (which is how io.Copy(conn, tcpConn) reaches ReadFrom): a TCP
+// conn of a type of package net, which reads its socket and nothing else.
+// A conn of another package may hold bytes it has read from the socket (a
+// sniffing proxy's peeked prefix), which a copy bounded by what the socket
+// holds would wait behind: it is copied through its Read.
 func spliceable(r io.Reader) net.Conn {
 	c, ok := r.(net.Conn)
 	switch {
@@ -48,16 +50,8 @@ func spliceable(r io.Reader) net.Conn {
 	case isStream(c):
 		return c
 	}
-	if _, ok := r.(syscall.Conn); !ok {
-		return nil
-	}
-	switch a := c.LocalAddr().(type) {
-	case *net.TCPAddr:
+	if _, tcp := c.LocalAddr().(*net.TCPAddr); tcp && reflect.TypeOf(r).PkgPath() == "net" {
 		return c
-	case *net.UnixAddr:
-		if a.Net == "unix" {
-			return c
-		}
 	}
 	return nil
 }
@@ -106,13 +100,7 @@ func (c *conn) ReadFrom(r io.Reader) (int64, error) {
 	} else {
 		return c.copyThrough(outer, r)
 	}
-	if c.o.writeIdle > 0 { // in progress, as a Write: not write idle
-		c.state.Add(writer)
-	}
 	total, err := c.pieces(rf, r, limit, next)
-	if c.o.writeIdle > 0 {
-		c.state.Add(^uint32(writer - 1)) // minus writer
-	}
 	if outer != nil {
 		outer.N = limit - total
 	}
@@ -140,7 +128,15 @@ func (c *conn) pieces(rf io.ReaderFrom, r io.Reader, limit int64, next func(int6
 		}
 		piece.N = min(k, limit-total)
 		want := piece.N
+		// In progress, as a Write, while it moves data, not while next
+		// waits for the source: then nothing is being written.
+		if c.o.writeIdle > 0 {
+			c.state.Add(writer)
+		}
 		n, err := rf.ReadFrom(piece)
+		if c.o.writeIdle > 0 {
+			c.state.Add(^uint32(writer - 1)) // minus writer
+		}
 		total += n
 		if n > 0 {
 			c.movedOut()

@@ -374,3 +374,75 @@ func TestIdleCopy_CopyInProgressIsNotWriteIdle(t *testing.T) {
 		})
 	}
 }
+
+// peekedConn is a sniffing proxy's conn (an SNI router's): its Read serves
+// the bytes it peeked off the socket first, and it exposes the socket
+// (SyscallConn) for socket options. It has no WriteTo.
+type peekedConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (p *peekedConn) Read(b []byte) (int, error) { return p.r.Read(b) }
+func (p *peekedConn) SyscallConn() (syscall.RawConn, error) {
+	return p.Conn.(syscall.Conn).SyscallConn()
+}
+
+// io.Copy(backend, c), c wrapping a conn of another package that holds
+// the whole request, already read off its socket, while the client waits
+// for the answer: the wrapper copies it at once, as the bare conn does,
+// through the conn's Read (the kernel's path would wait behind the socket,
+// which holds none of it).
+func TestIdleCopy_CopyFromAConnOfAnotherPackageGoesThroughItsRead(t *testing.T) {
+	h := startedHierarchy(t)
+	for _, wrapped := range []bool{false, true} {
+		server, _ := watchedPair(t, 20*time.Second, "io.Copy of a peeked conn")
+		dst, dstPeer := watchedPair(t, 20*time.Second, "the backend")
+		var src net.Conn = &peekedConn{Conn: server, r: io.MultiReader(strings.NewReader("HELLO"), server)}
+		if wrapped {
+			src = netidle.Conn(h, src, time.Minute)
+		}
+		go io.Copy(dst, src)
+		dstPeer.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b := make([]byte, 5)
+		if _, err := io.ReadFull(dstPeer, b); err != nil {
+			t.Errorf("wrapped=%v: the backend did not get the 5 peeked bytes within 5 s: %v", wrapped, err)
+		}
+		server.Close()
+		dst.Close()
+	}
+}
+
+// io.Copy(c, upstream) with OnWriteIdle and a silent upstream: nothing is
+// written to c, so the write-idle event (a ping) runs each period, whether
+// the copy goes through Write (a net.Pipe upstream) or the kernel's path
+// (a TCP upstream, which waits for the upstream outside any Write).
+func TestIdleCopy_CopyWaitingOnASilentSourceIsWriteIdle(t *testing.T) {
+	for _, src := range []string{"pipe", "tcp"} {
+		t.Run(src, func(t *testing.T) {
+			h, mock := newMock(t)
+			server, _ := watchedPair(t, 20*time.Second, "io.Copy from a silent upstream ("+src+")")
+			var up, upPeer net.Conn
+			if src == "pipe" {
+				up, upPeer = net.Pipe()
+			} else {
+				up, upPeer = tcpPair(t)
+			}
+			defer up.Close()
+			defer upPeer.Close()
+			e := newEvents(h)
+			c := netidle.Conn(h, server, time.Hour, netidle.OnWriteIdle(time.Second, e.f))
+			done := make(chan error, 1)
+			go func() { _, err := io.Copy(c, up); done <- err }()
+			time.Sleep(100 * time.Millisecond) // the copy waits on the upstream
+			for range 5 {
+				advanceBy(t, h, mock, time.Second, "a second")
+			}
+			if n := e.n(); n < 4 {
+				t.Errorf("upstream %s: %d write-idle events in 5 s with nothing written to the conn (OnWriteIdle(1s)), want 5", src, n)
+			}
+			upPeer.Close()
+			recvWithin(t, 10*time.Second, done, "the copy's return after the upstream closed")
+		})
+	}
+}
