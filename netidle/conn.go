@@ -66,7 +66,10 @@ import (
 // c's Close must not wait on the peer. For a conn with a NetConn method,
 // such as a *tls.Conn (whose Close sends a close_notify alert, and waits for
 // room to send it), the conn under it is closed first: an idle peer gets
-// no close_notify, and the hierarchy's other timers are not held up.
+// no close_notify, and the hierarchy's other timers are not held up. An
+// http.Server, though, finds TLS only in a *tls.Conn it is given: serve TLS
+// over the netidle conns (srv.ServeTLS of a [Listener]), not netidle over
+// TLS (see [Control]).
 //
 // What this gives over net/http's Server.IdleTimeout: the close is the
 // hierarchy's, one wheel for all conns instead of one runtime timer per
@@ -75,7 +78,7 @@ import (
 // lifetime. What it does not: net/http knows when a request starts and
 // ends, this wrapper only sees bytes, so a server that must not close a
 // conn in the middle of a slow request pauses it on http.StateActive and
-// resumes it on http.StateIdle (see [Control]); and it does not replace
+// resumes it on http.StateIdle and http.StateHijacked (see [Control]); and it does not replace
 // ReadTimeout (a paused conn whose request body stalls is closed by
 // nothing else), ReadHeaderTimeout or WriteTimeout, which bound one
 // request, not the silence between them.

@@ -7,7 +7,8 @@ import (
 
 // Control is implemented by every conn that [Conn], [Listener]'s Accept and
 // [Policy.Conn] return: reach it with a type assertion,
-// c.(netidle.Control).
+// c.(netidle.Control), or with [ControlOf], which also finds it under a
+// *tls.Conn.
 //
 // Pause and Resume are how a server tells a conn that is serving a request
 // from one idle between requests: a handler slower than idle, or a long
@@ -15,11 +16,15 @@ import (
 // net/http:
 //
 //	srv := &http.Server{Handler: mux, ConnState: func(c net.Conn, s http.ConnState) {
+//		ctl, ok := netidle.ControlOf(c) // also under ServeTLS's *tls.Conn
+//		if !ok {
+//			return
+//		}
 //		switch s {
 //		case http.StateActive:
-//			c.(netidle.Control).Pause()
-//		case http.StateIdle:
-//			c.(netidle.Control).Resume()
+//			ctl.Pause()
+//		case http.StateIdle, http.StateHijacked:
+//			ctl.Resume()
 //		}
 //	}, ReadTimeout: time.Minute, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
 //	srv.Serve(netidle.Listener(h, ln, 30*time.Second))
@@ -27,7 +32,15 @@ import (
 // A paused conn is never closed for being idle, so the server's own
 // per-request limits bound what a pause lets through: ReadTimeout a request
 // whose body stalls (the conn is paused from its first byte), and
-// ReadHeaderTimeout and WriteTimeout the header and the response.
+// ReadHeaderTimeout and WriteTimeout the header and the response. A
+// hijacked conn (a WebSocket) was paused as the request that hijacked it
+// began, and net/http tells of it no more: Resume gives it the idle close
+// again (its handler may Pause it, or SetIdle, itself).
+//
+// With TLS, keep the netidle conns under the TLS ones: srv.ServeTLS (or
+// srv.Serve of tls.NewListener) over a netidle Listener. http.Server finds
+// TLS (r.TLS, HTTP/2 by ALPN) only in a *tls.Conn it is given, which a
+// netidle conn wrapping a *tls.Conn hides.
 //
 // Every method is safe for concurrent use; Pause, Resume and SetIdle
 // allocate nothing.
@@ -67,4 +80,24 @@ type Control interface {
 	// event, the write-idle event) starts afresh from the clock's reading
 	// in Resume. Resume of a conn that is not paused does the same.
 	Resume()
+}
+
+// ControlOf returns the Control of c: c itself if it is one (a conn of
+// this package), else the first one under it, following NetConn (as a *tls.Conn
+// has, and as every Control has) down at most 16 conns. It reports false if
+// there is none: c is not wrapped by this package.
+func ControlOf(c net.Conn) (Control, bool) {
+	for range 16 {
+		if ctl, ok := c.(Control); ok {
+			return ctl, true
+		}
+		u, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			return nil, false
+		}
+		if c = u.NetConn(); c == nil {
+			return nil, false
+		}
+	}
+	return nil, false
 }

@@ -1,6 +1,7 @@
 package netidle_test
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,42 @@ var idleKinds = []struct {
 	{"events", []netidle.Option{netidle.OnWriteIdle(24*time.Hour, func(net.Conn) {})}},
 	{"allidle", []netidle.Option{netidle.AllIdle()}},
 }
+
+// ControlOf finds a conn's Control on it, or under the conns above it
+// that have NetConn (a *tls.Conn), and reports false for a conn this
+// package did not wrap, a NetConn that returns nil, or a chain of NetConn
+// that never ends.
+func TestIdleControl_ControlOfFindsItUnderATLSConn(t *testing.T) {
+	h, _ := newMock(t)
+	server, client := tcpPair(t)
+	c := netidle.Conn(h, server, time.Minute)
+	got, ok := netidle.ControlOf(c)
+	assert.True(t, ok && got == c.(netidle.Control), "ControlOf of a netidle conn is not the conn itself")
+	tc := tls.Server(c, &tls.Config{})
+	got, ok = netidle.ControlOf(tc)
+	assert.True(t, ok && got == c.(netidle.Control), "ControlOf of a *tls.Conn over a netidle conn is not that conn")
+	twice := netidle.Conn(h, c, time.Minute) // the outer one comes first
+	got, ok = netidle.ControlOf(tls.Server(twice, &tls.Config{}))
+	assert.True(t, ok && got == twice.(netidle.Control), "ControlOf found the inner of two netidle conns")
+	for name, nc := range map[string]net.Conn{
+		"a bare conn":           client,
+		"a *tls.Conn over one":  tls.Client(client, &tls.Config{}),
+		"a nil NetConn":         nilNetConn{client},
+		"an endless NetConn":    &loopNetConn{Conn: client},
+		"a nil net.Conn itself": nil,
+	} {
+		_, ok := netidle.ControlOf(nc)
+		assert.False(t, ok, "ControlOf of %s", name)
+	}
+}
+
+type nilNetConn struct{ net.Conn }
+
+func (nilNetConn) NetConn() net.Conn { return nil }
+
+type loopNetConn struct{ net.Conn }
+
+func (c *loopNetConn) NetConn() net.Conn { return c }
 
 func TestIdleControl_EveryConnImplementsIt(t *testing.T) {
 	h, _ := newMock(t)

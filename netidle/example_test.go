@@ -238,8 +238,9 @@ func ExampleNewPolicy() {
 }
 
 // An http.Server over a netidle.Listener pauses each conn while it serves
-// a request and resumes it between requests: keep-alive conns idle between
-// requests are closed, a slow handler or a long response never is.
+// a request and resumes it between requests (and once a handler hijacked
+// it): keep-alive conns idle between requests are closed, a slow handler
+// or a long response never is.
 // ReadTimeout, ReadHeaderTimeout and WriteTimeout still bound one request:
 // a paused conn whose request body stalls is closed by nothing else.
 func ExampleControl() {
@@ -256,11 +257,15 @@ func ExampleControl() {
 	srv := &http.Server{
 		Handler: http.NotFoundHandler(),
 		ConnState: func(c net.Conn, s http.ConnState) {
+			ctl, ok := netidle.ControlOf(c) // also under ServeTLS's *tls.Conn
+			if !ok {
+				return
+			}
 			switch s {
 			case http.StateActive:
-				c.(netidle.Control).Pause()
-			case http.StateIdle:
-				c.(netidle.Control).Resume()
+				ctl.Pause()
+			case http.StateIdle, http.StateHijacked:
+				ctl.Resume()
 			}
 		},
 		ReadTimeout:       time.Minute,

@@ -3,8 +3,10 @@ package netidle_test
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"strings"
@@ -23,13 +25,18 @@ import (
 // IdleListener, with ConnState pausing each conn on StateActive and
 // resuming it on StateIdle, and a real client, on the real clock.
 
-// pauseWhileActive is the ConnState hook of an IdleListener's server.
+// pauseWhileActive is the ConnState hook of a netidle Listener's server,
+// as Control's godoc shows it.
 func pauseWhileActive(c net.Conn, s http.ConnState) {
+	ctl, ok := netidle.ControlOf(c) // also under ServeTLS's *tls.Conn
+	if !ok {
+		return
+	}
 	switch s {
 	case http.StateActive:
-		c.(netidle.Control).Pause()
-	case http.StateIdle:
-		c.(netidle.Control).Resume()
+		ctl.Pause()
+	case http.StateIdle, http.StateHijacked:
+		ctl.Resume()
 	}
 }
 
@@ -227,4 +234,123 @@ func allIdleStreamRound(t *testing.T, h *timingwheel.Hierarchy, idle time.Durati
 	_, err = r.ReadString('\n')
 	assert.ErrorIs(t, err, io.EOF, "the client sees the close")
 	return 0, true
+}
+
+// ServeTLS over a netidle Listener, with Control's ConnState hook: the
+// hook finds each conn's Control under the *tls.Conn (ControlOf), requests
+// over HTTP/1.1 and HTTP/2 (by ALPN) are served with r.TLS set, and a conn
+// idle after its requests is closed, never before idle has passed.
+func TestIdleHTTP_ServeTLSWithTheConnStateHook(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	for _, h2 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("h2=%v", h2), func(t *testing.T) {
+			h := startedHierarchy(t)
+			ln := listen(t)
+			var logs syncLog
+			type request struct {
+				tls   bool
+				proto int
+			}
+			served := make(chan request, 4)
+			idleAt := make(chan time.Time, 16)
+			closed := make(chan time.Time, 4)
+			srv := &http.Server{
+				Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					served <- request{r.TLS != nil, r.ProtoMajor}
+					io.WriteString(w, "ok")
+				}),
+				ErrorLog: log.New(&logs, "", 0),
+				ConnState: func(c net.Conn, s http.ConnState) {
+					if s == http.StateIdle {
+						idleAt <- time.Now() // before Resume reads the clock
+					}
+					pauseWhileActive(c, s)
+					if s == http.StateClosed {
+						closed <- time.Now()
+					}
+				},
+				TLSConfig: &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}},
+			}
+			go srv.ServeTLS(netidle.Listener(h, ln, idle), "", "")
+			t.Cleanup(func() { srv.Close() })
+			tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: h2}
+			if !h2 {
+				tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
+			}
+			defer tr.CloseIdleConnections()
+			client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+			want := request{tls: true, proto: 1}
+			if h2 {
+				want.proto = 2
+			}
+			for range 2 {
+				assert.Equal(t, "ok", get(t, client, "https://"+ln.Addr().String()+"/"))
+				assert.Equal(t, want, recvWithin(t, 5*time.Second, served, "the handler"))
+			}
+			var last time.Time
+			if !h2 { // an HTTP/2 server conn is idle as its streams end, not as HTTP/1's
+				last = recvWithin(t, 5*time.Second, idleAt, "StateIdle")
+			}
+			at := recvWithin(t, 10*time.Second, closed, "the idle close of the conn")
+			for len(idleAt) > 0 {
+				last = <-idleAt
+			}
+			if !last.IsZero() {
+				assert.GreaterOrEqual(t, at.Sub(last), idle, "closed before idle had passed since its last request")
+			}
+			assert.NotContains(t, logs.String(), "panic", "the server's log")
+		})
+	}
+}
+
+// A conn a handler hijacked (a WebSocket) gets the idle close again, by
+// Control's ConnState hook: silent, it is closed once idle has passed.
+func TestIdleHTTP_HijackedConnIsClosedOnceIdle(t *testing.T) {
+	const idle = 100 * time.Millisecond
+	h := startedHierarchy(t)
+	ln := listen(t)
+	hijacked := make(chan net.Conn, 1)
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			c, bw, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				return
+			}
+			bw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n")
+			bw.Flush()
+			hijacked <- c
+		}),
+		ConnState: pauseWhileActive,
+	}
+	go srv.Serve(netidle.Listener(h, ln, idle))
+	t.Cleanup(func() { srv.Close() })
+	cli, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+	require.NoError(t, err)
+	defer cli.Close()
+	io.WriteString(cli, "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n")
+	c := recvWithin(t, 5*time.Second, hijacked, "the hijack")
+	defer c.Close()
+	cli.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err = io.ReadAll(cli) // the 101 response, then the server's close
+	require.NoError(t, err, "the client's read of a silent hijacked conn: not closed within 10 s")
+	_, err = c.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, netidle.ErrIdle, "the handler's read of its hijacked conn after the close")
+}
+
+// syncLog is an http.Server's ErrorLog sink, safe for its goroutines.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.WriteString(string(p))
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -82,7 +82,10 @@ type server struct {
 }
 
 func (s *server) connState(c net.Conn, st http.ConnState) {
-	ic := c.(netidle.Control)
+	ic, ok := netidle.ControlOf(c) // also under a *tls.Conn, with ServeTLS
+	if !ok {
+		return
+	}
 	switch st {
 	case http.StateActive:
 		ic.Pause() // serving a request: however slow, not idle
