@@ -54,6 +54,14 @@
 // that has exited before its engine is marked shut down, drops the task
 // without an error: a batch queued for a loop that has not taken it within
 // a few milliseconds is handed over again, until it runs or Execute fails.
+// So a timer of a loop that has exited ends once gnet marks its engine
+// shut down: for a server, once every loop has exited and OnShutdown has
+// returned (a slow OnShutdown delays it); for a gnet.Client whose loop
+// exited because a handler returned gnet.Shutdown, at Client.Stop. Until
+// then gnet cannot tell an exited loop from a busy one, and the hierarchy
+// still counts such timers; each is queued once, whatever its firings (a
+// periodic one's included), so they hold no more memory than their
+// timers do.
 // A loop that has exited leaves the wheel's and the Idler's records of
 // loops, so engines may be started and stopped any number of times with
 // one Wheel. The timers of [Idle] are stopped as gnet closes each conn

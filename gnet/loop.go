@@ -321,6 +321,11 @@ type hop struct {
 	// dropped is set once a run of this binding was dropped: its loop
 	// takes nothing more, so no run of it calls f any more.
 	dropped atomic.Bool
+	// queued is set while p is in its loop's queue: a periodic timer that
+	// fires again before the loop took its run is not queued twice (the
+	// one run takes the latest firing), so a slow loop's queue holds at
+	// most one entry per timer.
+	queued atomic.Bool
 }
 
 // bind binds p's timer to call f on p's loop.
@@ -334,10 +339,17 @@ func (p *hop) exec(run func()) {
 	if p.run == nil { // the same run every time (InitOn makes it once)
 		p.run = run
 	}
-	p.l.push(p)
+	if p.queued.CompareAndSwap(false, true) {
+		p.l.push(p)
+	}
 }
 
-func (p *hop) runOnLoop() { p.run() }
+// runOnLoop runs the run, which takes the binding's latest firing: cleared
+// first, so that a firing after the run looked is queued again.
+func (p *hop) runOnLoop() {
+	p.queued.Store(false)
+	p.run()
+}
 
 // fire is the callback the core calls from a run of p's binding.
 func (p *hop) fire() {
@@ -354,6 +366,7 @@ func (p *hop) fire() {
 // Wheel.InitOn, to another loop), whose arming a Stop here would end.
 func (p *hop) drop() {
 	p.dropped.Store(true)
+	p.queued.Store(false)
 	p.run()
 	if p.end != nil {
 		p.end()

@@ -39,7 +39,9 @@ func (w *Wheel) Hierarchy() *timingwheel.Hierarchy { return w.h }
 // in one task. If el's loop has exited, run is dropped; the core then
 // counts t as armed until t is stopped, as for any executor that drops a
 // run. [Wheel.InitOn] binds t so that such a run ends t's arming at once,
-// as Stop would: prefer it. Exec allocates only the first time it sees el.
+// as Stop would, and queues a periodic timer's runs once while el's loop
+// has not taken them (exec queues one per firing): prefer it. Exec
+// allocates only the first time it sees el.
 func (w *Wheel) Exec(el gnet.EventLoop) func(run func()) {
 	return w.loops.of(el, w.h, nil).execFn
 }
@@ -76,7 +78,10 @@ func (w *Wheel) AfterFunc(el gnet.EventLoop, d time.Duration, f func()) *timingw
 // Every returns a timer that calls f on el's loop every period from now,
 // until Stop: missed runs are skipped, and none is early (see "Periodic
 // timers" in the core's docs/guarantees.md). Once el's loop has exited,
-// the next run stops the timer instead of calling f.
+// the next run stops the timer instead of calling f (see "Engines that
+// stop" in the package's doc for when gnet lets that be known). While el's
+// loop has not taken a run (a slow handler), the timer's later firings do
+// not queue another: the one run takes the latest.
 func (w *Wheel) Every(el gnet.EventLoop, period time.Duration, f func()) *timingwheel.Timer {
 	t := w.newTimer("Every", el, f)
 	t.ResetEvery(period)
@@ -103,8 +108,10 @@ func (w *Wheel) newTimer(method string, el gnet.EventLoop, f func()) *timingwhee
 // does not run, and the timer is stopped at once: by Schedule itself if
 // ctx is done by the time Schedule has armed it, else as ctx is done (by
 // context.AfterFunc's goroutine, a moment after the cancel; the
-// registration is removed when the task runs or is dropped). If el's loop has exited when the delay has
-// passed, runnable does not run either, and nothing of it is kept. The
+// registration is removed when the task runs or is dropped). If el's
+// loop has exited when the delay has passed, runnable does not run either,
+// and nothing of it is kept once gnet lets that be known (see "Engines
+// that stop" in the package's doc). The
 // error runnable returns is handled as gnet handles a task's it runs with
 // Execute: gnet's ErrEngineShutdown shuts the engine down, any other is
 // ignored. A nil runnable is gnet's ErrNilRunnable; a nil ctx is

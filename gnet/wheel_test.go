@@ -303,3 +303,35 @@ func TestWheel_ANilEventLoopPanicsWithAClearMessage(t *testing.T) {
 	}
 	wantNoTimers(t, h, "h.Len() = %d, want 0")
 }
+
+// Periodic timers on a loop that does not take its batch for a while (a
+// slow handler) are queued once each, not once per period, and each runs
+// once when the loop takes the batch; then again each period.
+func TestEvery_ASlowLoopQueuesEachTimerOnce(t *testing.T) {
+	mock, h, idler, loop := mockLoop(t, time.Hour)
+	w := idler.w
+	const timers = 100
+	runs := 0
+	for range timers {
+		w.Every(loop, time.Millisecond, func() { runs++ })
+	}
+	for range 1000 { // 1 s, the loop busy
+		mock.Add(time.Millisecond)
+		h.Advance()
+	}
+	l := w.loops.of(loop, h, nil)
+	l.mu.Lock()
+	n := len(l.pending)
+	l.mu.Unlock()
+	if n != timers {
+		t.Errorf("a busy loop's queue holds %d entries for %d periodic timers after 1000 periods, want one each", n, timers)
+	}
+	loop.runQueued()
+	if runs != timers {
+		t.Errorf("the batch ran %d callbacks, want one per timer (%d)", runs, timers)
+	}
+	step(mock, h, loop, time.Millisecond)
+	if runs != 2*timers {
+		t.Errorf("the next period ran %d callbacks, want %d", runs-timers, timers)
+	}
+}
