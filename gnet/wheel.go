@@ -2,6 +2,7 @@ package gnetwheel
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -81,8 +82,12 @@ func (w *Wheel) AfterFunc(el gnet.EventLoop, d time.Duration, f func()) *timingw
 // the next run stops the timer instead of calling f (see "Engines that
 // stop" in the package's doc for when gnet lets that be known). While el's
 // loop has not taken a run (a slow handler), the timer's later firings do
-// not queue another: the one run takes the latest.
+// not queue another: the one run takes the latest. Every panics if f is
+// nil or period <= 0.
 func (w *Wheel) Every(el gnet.EventLoop, period time.Duration, f func()) *timingwheel.Timer {
+	if period <= 0 {
+		panic(fmt.Sprintf("gnetwheel: Wheel.Every called with period %v; it must be positive", period))
+	}
 	t := w.newTimer("Every", el, f)
 	t.ResetEvery(period)
 	return t

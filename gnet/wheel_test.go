@@ -304,6 +304,34 @@ func TestWheel_ANilEventLoopPanicsWithAClearMessage(t *testing.T) {
 	wantNoTimers(t, h, "h.Len() = %d, want 0")
 }
 
+// A nil func or a period <= 0 panics with gnetwheel's message, before
+// the loop is looked at.
+func TestWheel_BadArgumentsPanicWithAClearMessage(t *testing.T) {
+	h := demotest.NewHierarchy(t, timingwheel.WithClock(clock.NewMock()))
+	w := New(h)
+	loop := &fakeLoop{}
+	for name, call := range map[string]func(){
+		"AfterFunc nil func": func() { w.AfterFunc(loop, time.Second, nil) },
+		"Every nil func":     func() { w.Every(loop, time.Second, nil) },
+		"Every period 0":     func() { w.Every(loop, 0, func() {}) },
+		"Every period -1s":   func() { w.Every(loop, -time.Second, func() {}) },
+		"InitOn nil func":    func() { w.InitOn(new(timingwheel.Timer), loop, nil) },
+	} {
+		func() {
+			defer func() {
+				if s, _ := recover().(string); !strings.HasPrefix(s, "gnetwheel: Wheel.") {
+					t.Errorf("%s: panic %q, want gnetwheel's", name, s)
+				}
+			}()
+			call()
+		}()
+	}
+	if n := registryLen(&w.loops); n != 0 {
+		t.Errorf("the wheel records %d loops after calls that panicked, want 0", n)
+	}
+	wantNoTimers(t, h, "h.Len() = %d, want 0")
+}
+
 // Periodic timers on a loop that does not take its batch for a while (a
 // slow handler) are queued once each, not once per period, and each runs
 // once when the loop takes the batch; then again each period.
