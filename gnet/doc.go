@@ -17,27 +17,29 @@
 // it has been idle since an idle before then. So traffic that arrives
 // while an idle close is on its way to the loop keeps the connection open.
 //
-// A gnet handler needs a few lines:
+// A gnet handler needs a few lines (s.idler is a [Wheel.Idler]):
 //
-//	type session struct {
-//		idle gnetwheel.Idle // held by value: no allocation per event
-//	}
+//	type session struct{ idle gnetwheel.Idle } // held by value in c.Context()
 //
 //	func (s *server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 //		ss := new(session)
-//		ss.idle.Init(s.idler, c) // s.idler = wheel.Idler(30*time.Second, ...)
+//		ss.idle.Init(s.idler, c)
 //		c.SetContext(ss)
 //		return nil, gnet.None
 //	}
 //
 //	func (s *server) OnTraffic(c gnet.Conn) gnet.Action {
 //		ss := c.Context().(*session)
-//		ss.idle.Traffic() // data arrived: push the idle close back
-//		...
+//		ss.idle.Traffic() // stores the time: no timer, lock or allocation
+//		buf, _ := c.Next(-1)
+//		ss.idle.Write(buf) // an echo: a write through Idle.Write pushes the ping back
+//		return gnet.None
 //	}
 //
 //	func (s *server) OnClose(c gnet.Conn, err error) gnet.Action {
-//		c.Context().(*session).idle.Close() // stop its timers
+//		ss := c.Context().(*session)
+//		_ = ss.idle.Err() // gnetwheel.ErrIdle or ErrLifetime if the wheel closed it
+//		ss.idle.Close()
 //		return gnet.None
 //	}
 //
