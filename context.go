@@ -68,7 +68,10 @@ func (h *Hierarchy) withTimeout(method string, parent context.Context, d time.Du
 // context asks its parent to tell it of its end only once something waits
 // for it (Done, an AfterFunc, a derived context); until then Err asks the
 // parent, so a context that is only checked with Err costs its parent
-// nothing. Registering costs one allocation under a context of these
+// nothing. The exception is a parent of another package with an AfterFunc
+// method of its own, which package context tells of a context as it is
+// made, and so is this one (one more allocation than [context.AfterFunc]'s
+// under it). Registering costs one allocation under a context of these
 // methods, and one more than [context.AfterFunc]'s under other parents,
 // except that the
 // contexts under one parent of package context that wait share one
@@ -85,6 +88,16 @@ func (h *Hierarchy) withTimeout(method string, parent context.Context, d time.Du
 // Cancelling stops the timer and unregisters the context from its parent
 // at once: the hierarchy keeps no reference to a cancelled context.
 // Calling cancel again does nothing.
+//
+// Two things differ from package context's own contexts, both of package
+// context's making. A context it derives from the returned one (a
+// context.WithCancel of it) learns of its end through its AfterFunc
+// method: its Err and Done are set a moment after the end, not at once as
+// the returned context's own are. And its String does not name the
+// returned one: package context wraps a parent of another package in a
+// type of its own without a String method, so fmt prints
+// "context.stopCtx.WithCancel" where package context's chain would read
+// "context.Background.WithDeadline(...).WithCancel".
 //
 // WithDeadline panics if parent is nil, as [context.WithDeadline] does.
 func (h *Hierarchy) WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {

@@ -31,7 +31,13 @@ import (
 // parents; a parent holds its registration, and so the watch, its shard
 // and hierarchy. Neither keeps the other alive for long: after each
 // garbage collection a sweep unregisters every watch with no contexts that
-// was not used since the sweep before.
+// was not used since the sweep before. A registration holds the parent it
+// was made through, which may be one request's wrapper of a long-lived
+// parent (context.WithValue(base, ...)), with that request's values: so
+// each sweep registers every watch it keeps again, through the parent of
+// the context that joined it last (or of one still waiting), and drops the
+// registration before, so that no wrapper is held more than about two
+// collections for the contexts that came after it.
 
 // A parentWatch is the registration of a shard's contexts with one parent
 // of package context. Its fields are guarded by the shard's lock, except
@@ -39,10 +45,15 @@ import (
 type parentWatch struct {
 	s    *shard
 	done <-chan struct{} // the parent's, its key in s's table
-	stop func() bool     // context.AfterFunc's; set before the watch is shared
+	// stop is context.AfterFunc's: set before the watch is shared, then
+	// by the sweeps that register it again, under s's lock.
+	stop func() bool
 	// kids are the contexts waiting for the parent, each at its widx: an
 	// array, so that a context joins and leaves with no allocation.
-	kids  []*deadlineCtx
+	kids []*deadlineCtx
+	// last is the parent of the context that joined last since the last
+	// sweep, through which the sweep registers the watch again.
+	last  context.Context
 	used  bool // a context joined since the last sweep
 	ended bool // the parent ended (fire ran), or the watch left the table to unregister
 }
@@ -137,6 +148,7 @@ func (c *deadlineCtx) watchSharedLocked(done <-chan struct{}) bool {
 		}
 	}
 	w.used = true
+	w.last = c.parent
 	set.last = w
 	c.widx = uint32(len(w.kids))
 	w.kids = append(w.kids, c)
@@ -218,10 +230,22 @@ func sweepAfterGC(ws weak.Pointer[shard]) {
 		}
 		s.lock()
 		set := &s.watches[0]
-		var drop []*parentWatch
+		var drop []func() bool
+		type again struct {
+			w      *parentWatch
+			parent context.Context
+		}
+		var renew []again
 		for done, w := range set.m {
 			if w.used || len(w.kids) > 0 {
-				w.used = false
+				p := w.last
+				if p == nil && len(w.kids) > 0 {
+					p = w.kids[len(w.kids)-1].parent // waiting: held by that context anyway
+				}
+				if p != nil {
+					renew = append(renew, again{w, p})
+				}
+				w.used, w.last = false, nil
 				continue
 			}
 			w.ended = true
@@ -229,17 +253,35 @@ func sweepAfterGC(ws weak.Pointer[shard]) {
 			if set.last == w {
 				set.last = nil
 			}
-			drop = append(drop, w)
+			drop = append(drop, w.stop)
 		}
 		set.seen = [seenHints][2]<-chan struct{}{}
 		more := len(set.m) > 0
 		set.sweeping = more
 		s.mu.Unlock()
-		for _, w := range drop {
-			w.stop()
+		for _, stop := range drop {
+			stop()
+		}
+		for _, r := range renew {
+			r.w.registerAgain(r.parent)
 		}
 		if more {
 			sweepAfterGC(ws)
 		}
 	}, ws)
+}
+
+// registerAgain registers w through parent, whose Done channel is w's, and
+// drops the registration it had, unless w has ended meanwhile.
+func (w *parentWatch) registerAgain(parent context.Context) {
+	stop := context.AfterFunc(parent, w.fire)
+	w.s.lock()
+	if w.ended {
+		w.s.mu.Unlock()
+		stop()
+		return
+	}
+	stop, w.stop = w.stop, stop
+	w.s.mu.Unlock()
+	stop()
 }

@@ -422,6 +422,44 @@ func TestParentWatch_LoneContextKeepsNoParentAlive(t *testing.T) {
 	}
 }
 
+// A long-lived parent (a server's base context) under steady traffic: each
+// request wraps it with values of its own and takes a deadline that it
+// waits on. The shared registration is made through one request's wrapper;
+// the sweeps register it again through later ones, so that no request's
+// values are held a few collections after its context was cancelled.
+func TestParentWatch_KeepsNoRequestsWrapperOfALongLivedParent(t *testing.T) {
+	h, _ := newFake(t, WithShards(1))
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	type reqKey struct{}
+	request := func() weak.Pointer[[128]byte] {
+		v := new([128]byte)
+		ctx, cancel := h.WithTimeout(context.WithValue(base, reqKey{}, v), time.Hour)
+		ctx.Done() // waits: the second request under base makes the shard's watch
+		cancel()
+		return weak.Make(v)
+	}
+	var first []weak.Pointer[[128]byte]
+	for range 3 {
+		first = append(first, request())
+	}
+	for range 10 {
+		for range 100 { // traffic between collections keeps the watch in use
+			request()
+		}
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond) // the sweep, a cleanup, runs
+	}
+	for i, w := range first {
+		assert.Nil(t, w.Value(), "request %d's values, cancelled 10 collections ago, are still held", i)
+	}
+	s := h.shards[0]
+	s.lock()
+	n := len(s.watches[0].m)
+	s.mu.Unlock()
+	assert.Equal(t, 1, n, "watches in the shard's table: the watch of base, in use, left it")
+}
+
 // Kids of shared watches end three ways at once: their deadline (the
 // hierarchy advancing), their cancel, their parent's end. Each must end
 // once with a consistent Err/Cause, and nothing may be left in watches or
