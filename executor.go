@@ -16,6 +16,15 @@ package timingwheel
 // once. For a periodic timer ([Timer.ResetEvery]) each run is handed over
 // the same way, the next one armed before it.
 //
+// The run exec is handed is the same func for every firing of one binding
+// (so that firing allocates nothing): a run is not tied to the firing it
+// was handed over for. One called late, after its firing was stopped or
+// re-armed and a later firing of t is pending, takes that later firing and
+// calls f for it, and the later firing's own run then calls nothing. So f
+// runs at most once per firing, never for a firing cancelled before a run
+// took it, and never before a firing; an executor that must tell the
+// firings apart (a run per loop, say) binds t to each with its own InitOn.
+//
 // InitOn allocates run, the function that hands it to exec and t's two
 // bindings (see binding.go) once; the arming, firing and stopping of t
 // allocate nothing. A run handed over before t was bound again (by Init or

@@ -117,6 +117,45 @@ func TestExecutor_ResetBetweenFiringAndRunWins(t *testing.T) {
 	mustCheck(t, h)
 }
 
+// A run called late, after its firing was stopped and a later firing of
+// the same binding is pending, takes that later firing: f runs once, for
+// the firing that stands, and the later firing's own run calls nothing. The
+// same for a periodic timer stopped and armed again.
+func TestExecutor_LateRunOfACancelledFiringTakesTheNextOnce(t *testing.T) {
+	h, clk := newFake(t)
+	q := &queue{}
+	calls := 0
+	var tm Timer
+	tm.InitOn(h, q.exec, func() { calls++ })
+	for _, periodic := range []bool{false, true} {
+		calls = 0
+		arm := func() {
+			if periodic {
+				tm.ResetEvery(time.Millisecond)
+			} else {
+				tm.Reset(time.Millisecond)
+			}
+		}
+		arm()
+		clk.Add(time.Millisecond)
+		advanceWithin(t, h, "the first firing")
+		late := q.take()
+		require.Len(t, late, 1)
+		require.True(t, tm.Stop(), "periodic=%v: Stop between the firing and its run", periodic)
+		arm()
+		clk.Add(time.Millisecond)
+		advanceWithin(t, h, "the second firing")
+		own := q.take()
+		require.Len(t, own, 1)
+		late[0]()
+		assert.Equal(t, 1, calls, "periodic=%v: the late run did not take the pending firing", periodic)
+		own[0]()
+		assert.Equal(t, 1, calls, "periodic=%v: the second firing called f twice", periodic)
+		tm.Stop()
+	}
+	mustCheck(t, h)
+}
+
 func TestExecutor_RunCalledTwiceCallsFOnce(t *testing.T) {
 	h, _, q, _, ran := firedOnQueue(t)
 	runs := q.take()
