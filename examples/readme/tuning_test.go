@@ -162,7 +162,7 @@ func TestTuningLayouts(t *testing.T) {
 						last = at
 					}
 				}
-				time.Sleep(last.Sub(time.Now()) + c.tick)
+				time.Sleep(time.Until(last) + c.tick)
 				synctest.Wait()
 				mu.Lock()
 				defer mu.Unlock()
