@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/timingwheel/timingwheel"
 	gnetwheel "github.com/timingwheel/timingwheel/gnet"
 	"github.com/timingwheel/timingwheel/internal/demo"
+	"github.com/timingwheel/timingwheel/internal/demotest"
 	"golang.org/x/sys/unix"
 )
 
@@ -63,46 +63,13 @@ func (s *server) OnClose(c gnet.Conn, err error) gnet.Action {
 // Each ```go block of README.md, and each run of code lines of the
 // package's doc (doc.go), must appear in this file word for word.
 func TestREADMESnippets(t *testing.T) {
-	own, err := os.ReadFile("readme_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var blocks []string
-	for rest := string(readme); ; {
-		_, after, ok := strings.Cut(rest, "```go\n")
-		if !ok {
-			break
-		}
-		block, after, ok := strings.Cut(after, "\n```")
-		if !ok {
-			t.Fatal("README.md: unterminated ```go block")
-		}
-		blocks, rest = append(blocks, block), after
-	}
-	doc, err := os.ReadFile("doc.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var code []string // the doc's indented lines: a block each run of them
-	for _, line := range strings.Split(string(doc), "\n") {
-		if strings.HasPrefix(line, "//\t") {
-			code = append(code, strings.TrimPrefix(line, "//\t"))
-			continue
-		}
-		if len(code) > 0 {
-			blocks = append(blocks, strings.Join(code, "\n"))
-			code = nil
-		}
-	}
+	own := demotest.Read(t, "readme_test.go")
+	blocks := append(demotest.GoBlocks(t, "README.md"), demotest.DocCode(t, "doc.go")...)
 	if len(blocks) < 2 {
 		t.Fatalf("README.md and doc.go have %d code blocks, want at least 2", len(blocks))
 	}
 	for i, b := range blocks {
-		if !strings.Contains(string(own), b) {
+		if !strings.Contains(own, b) {
 			t.Errorf("code block %d of README.md or doc.go is not in readme_test.go word for word:\n%s", i+1, b)
 		}
 	}

@@ -32,41 +32,24 @@ import (
 // timers), in the root example_test.go. Each function shown here is run by
 // a test of this file.
 func TestREADMESnippets(t *testing.T) {
-	own, err := os.ReadFile("readme_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
+	own := demotest.Read(t, "readme_test.go")
 	example, err := os.ReadFile("../../example_test.go")
 	if errors.Is(err, fs.ErrNotExist) {
 		t.Log("../../example_test.go does not exist yet, so the quick start is not checked")
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := 0
-	for rest := string(readme); ; {
-		_, after, ok := strings.Cut(rest, "```go\n")
-		if !ok {
-			break
-		}
-		block, after, ok := strings.Cut(after, "\n```")
-		if !ok {
-			t.Fatal("README.md: unterminated ```go block")
-		}
-		rest = after
-		blocks++
+	blocks := demotest.GoBlocks(t, "../../README.md")
+	for i, block := range blocks {
 		switch {
-		case strings.Contains(string(own), block):
+		case strings.Contains(own, block):
 		case strings.HasPrefix(block, "func Example") && example == nil:
 		case !strings.Contains(string(example), block):
-			t.Errorf("README.md snippet %d is not in readme_test.go or example_test.go word for word:\n%s", blocks, block)
+			t.Errorf("README.md snippet %d is not in readme_test.go or example_test.go word for word:\n%s", i+1, block)
 		}
 	}
-	if blocks < 4 {
-		t.Errorf("README.md has %d ```go blocks, want at least 4", blocks)
+	if len(blocks) < 4 {
+		t.Errorf("README.md has %d ```go blocks, want at least 4", len(blocks))
 	}
 }
 

@@ -2,7 +2,6 @@ package readme
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -10,44 +9,28 @@ import (
 	"time"
 
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/demotest"
 )
 
 // Each ```go block of docs/tuning.md must appear in this file word for
 // word, indented as a function body: the layouts below, each run by
 // TestTuningLayouts.
 func TestTuningSnippets(t *testing.T) {
-	own, err := os.ReadFile("tuning_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tuning, err := os.ReadFile("../../docs/tuning.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := 0
-	for rest := string(tuning); ; {
-		_, after, ok := strings.Cut(rest, "```go\n")
-		if !ok {
-			break
-		}
-		block, after, ok := strings.Cut(after, "\n```")
-		if !ok {
-			t.Fatal("docs/tuning.md: unterminated ```go block")
-		}
-		rest = after
-		blocks++
+	own := demotest.Read(t, "tuning_test.go")
+	blocks := demotest.GoBlocks(t, "../../docs/tuning.md")
+	for i, block := range blocks {
 		lines := strings.Split(block, "\n")
 		for i, l := range lines {
 			if l != "" {
 				lines[i] = "\t" + l
 			}
 		}
-		if !strings.Contains(string(own), strings.Join(lines, "\n")+"\n") {
-			t.Errorf("docs/tuning.md snippet %d is not in tuning_test.go word for word (indented by a tab):\n%s", blocks, block)
+		if !strings.Contains(own, strings.Join(lines, "\n")+"\n") {
+			t.Errorf("docs/tuning.md snippet %d is not in tuning_test.go word for word (indented by a tab):\n%s", i+1, block)
 		}
 	}
-	if blocks < 4 {
-		t.Errorf("docs/tuning.md has %d ```go blocks, want at least 4", blocks)
+	if len(blocks) < 4 {
+		t.Errorf("docs/tuning.md has %d ```go blocks, want at least 4", len(blocks))
 	}
 }
 
