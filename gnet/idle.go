@@ -480,8 +480,8 @@ func (x *Idle) restart(l *loopRun) {
 
 // fireWrite and fireLife are the optional timers' callbacks, on the
 // goroutine that advances the hierarchy: they queue the conn on its loop.
-func (m *idleExt) fireWrite() { m.lr.push((*writeDue)(m)) }
-func (m *idleExt) fireLife()  { m.lr.push((*lifeDue)(m)) }
+func (m *idleExt) fireWrite() { m.lr.push((*writeDue)(m), nil) }
+func (m *idleExt) fireLife()  { m.lr.push((*lifeDue)(m), nil) }
 
 // writeDue and lifeDue are the same objects seen as loop items: the
 // conversion to loopItem allocates nothing. The timer that queued one has

@@ -178,15 +178,24 @@ func newLoopRun(el gnet.EventLoop, r *loops, h *timingwheel.Hierarchy, cfg *Idle
 // exec queues run for el's loop: the executor of Wheel.Exec. Such a run
 // cannot be cancelled if the loop never takes it: runFunc's drop does
 // nothing (see Wheel.Exec).
-func (l *loopRun) exec(run func()) { l.push(runFunc(run)) }
+func (l *loopRun) exec(run func()) { l.push(runFunc(run), nil) }
 
-// push queues it for el's loop, or drops it if the loop is gone.
-func (l *loopRun) push(it loopItem) {
+// push queues it for el's loop, or drops it if the loop is gone. If once
+// is not nil, it is it's flag of being queued, guarded by l.mu (a hop's
+// queued): it is not queued again until a drain has taken it.
+func (l *loopRun) push(it loopItem, once *bool) {
 	l.mu.Lock()
 	if l.dead {
 		l.mu.Unlock()
 		it.drop()
 		return
+	}
+	if once != nil {
+		if *once {
+			l.mu.Unlock()
+			return // queued already, not yet taken: its run takes this firing too
+		}
+		*once = true
 	}
 	l.pending = append(l.pending, it)
 	if l.queued {
@@ -230,6 +239,11 @@ func (l *loopRun) recheck() {
 func (l *loopRun) drain(context.Context) error {
 	l.mu.Lock()
 	runs := l.pending
+	for _, it := range runs {
+		if p, ok := it.(*hop); ok {
+			p.queued = false // a firing from now on is queued again
+		}
+	}
 	l.pending, l.spare = l.spare[:0], nil
 	l.queued = false
 	l.watch.Stop()
@@ -321,11 +335,12 @@ type hop struct {
 	// dropped is set once a run of this binding was dropped: its loop
 	// takes nothing more, so no run of it calls f any more.
 	dropped atomic.Bool
-	// queued is set while p is in its loop's queue: a periodic timer that
-	// fires again before the loop took its run is not queued twice (the
-	// one run takes the latest firing), so a slow loop's queue holds at
-	// most one entry per timer.
-	queued atomic.Bool
+	// queued is set while p is in its loop's queue, not yet taken by a
+	// drain: a periodic timer that fires again before the loop took its
+	// run is not queued twice (the one run takes the latest firing), so a
+	// slow loop's queue holds at most one entry per timer. Guarded by the
+	// loop's mu.
+	queued bool
 }
 
 // bind binds p's timer to call f on p's loop.
@@ -339,17 +354,11 @@ func (p *hop) exec(run func()) {
 	if p.run == nil { // the same run every time (InitOn makes it once)
 		p.run = run
 	}
-	if p.queued.CompareAndSwap(false, true) {
-		p.l.push(p)
-	}
+	p.l.push(p, &p.queued)
 }
 
-// runOnLoop runs the run, which takes the binding's latest firing: cleared
-// first, so that a firing after the run looked is queued again.
-func (p *hop) runOnLoop() {
-	p.queued.Store(false)
-	p.run()
-}
+// runOnLoop runs the run, which takes the binding's latest firing.
+func (p *hop) runOnLoop() { p.run() }
 
 // fire is the callback the core calls from a run of p's binding.
 func (p *hop) fire() {
@@ -366,7 +375,6 @@ func (p *hop) fire() {
 // Wheel.InitOn, to another loop), whose arming a Stop here would end.
 func (p *hop) drop() {
 	p.dropped.Store(true)
-	p.queued.Store(false)
 	p.run()
 	if p.end != nil {
 		p.end()
