@@ -10,7 +10,9 @@ import "time"
 // conn's events: package netidle) compares Due of each with the instant
 // being fired to decide, as the hierarchy would for a timer of its own,
 // which are due. Deadlines are held at the limits [Timer.Deadline]
-// describes.
+// describes; a timer whose deadline is due only at the end of time (see
+// Horizon in the package doc) never fires, though a clock held there
+// reaches Due of it.
 func (h *Hierarchy) Due(deadline time.Time) time.Time {
 	h.mustBeMade("Due")
 	return h.tickTime(h.dueTick(h.offset(deadline)))

@@ -87,12 +87,8 @@ func New(opts ...Option) (*Hierarchy, error) {
 	if c.shards == 0 {
 		c.shards = min(runtime.GOMAXPROCS(0), MaxShards)
 	}
-	total := 0
-	for _, n := range c.slots {
-		total += n // at most MaxSlots each, so no overflow below
-	}
-	if total > MaxTotalSlots/c.shards {
-		return nil, fmt.Errorf("%w: levels of %v slots in %d shards are %d slots; at most %d (MaxTotalSlots)",
+	if total := maxSlots(c.slots); total > MaxTotalSlots/c.shards {
+		return nil, fmt.Errorf("%w: levels of %v slots, with those far deadlines add, in %d shards are %d slots; at most %d (MaxTotalSlots)",
 			ErrInvalidConfig, c.slots, c.shards, total*c.shards, MaxTotalSlots)
 	}
 	h := &Hierarchy{
@@ -116,6 +112,29 @@ func New(opts ...Option) (*Hierarchy, error) {
 		return h.shards[int(uint64(h.rr.Add(1)-1)%uint64(len(h.shards)))]
 	}
 	return h, nil
+}
+
+// maxSlots returns the most slots a shard with levels of slots may hold:
+// theirs, and those of the levels far deadlines add above them (see
+// addLevelLocked), each with the last level's count, until one spans every
+// tick.
+func maxSlots(slots []int) int {
+	total, span := 0, int64(1) // span 0: every tick
+	grow := func(n int) {
+		total += n // at most MaxSlots each, and fewer than 64 levels are added
+		if span != 0 && span <= math.MaxInt64/int64(n) {
+			span *= int64(n)
+		} else {
+			span = 0
+		}
+	}
+	for _, n := range slots {
+		grow(n)
+	}
+	for last := slots[len(slots)-1]; span != 0; {
+		grow(last)
+	}
+	return total
 }
 
 // mustBeMade panics with a clear message for a zero Hierarchy.
@@ -222,9 +241,11 @@ func (h *Hierarchy) unlockAll() {
 // Next returns the time at which [Hierarchy.Advance] next has work: the
 // earliest deadline of the armed timers, rounded up to its tick, which may
 // have passed already (a timer due but not yet advanced over). Next reports
-// false when no timer is armed, and when the armed timers can never fire
+// false when no timer is armed, when the armed timers can never fire
 // (their deadlines are held at the end of time; see Horizon in the package
-// doc).
+// doc), and when the only timers counted as armed are executor timers whose
+// runs were handed over and have not started (no Advance has work for
+// them: see [Timer.InitOn]).
 //
 // To keep its cost bounded, Next looks at no more than nextBudget (256)
 // timers in each shard. When the earliest coarse slot holds more, Next returns

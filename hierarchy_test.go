@@ -541,6 +541,7 @@ func TestBadInput_PanicsWithClearMessages(t *testing.T) {
 		{"too many slots", []Option{WithLevels(MaxSlots + 1)}, "level 0"},
 		{"too many slots in all shards", []Option{WithShards(MaxShards), WithLevels(MaxSlots)}, "(MaxTotalSlots)"},
 		{"levels summing past the total", []Option{WithShards(4), WithLevels(MaxSlots, 2)}, "at most 16777216"},
+		{"levels far deadlines add past the total", []Option{WithShards(2), WithTick(time.Nanosecond), WithLevels(2, MaxSlots)}, "(MaxTotalSlots)"},
 		{"nil clock", []Option{WithClock(nil)}, "WithClock(nil)"},
 		{"nil option", []Option{nil}, "nil Option"},
 	} {
@@ -941,5 +942,23 @@ func TestCallback_SelfRearmForNowRunsOncePerAdvance(t *testing.T) {
 			assert.LessOrEqual(t, n, 2, "shards=%d: Advance %d ran timers armed during it for now", shards, i)
 		}
 		mustCheck(t, h)
+	}
+}
+
+// maxSlots counts the levels that far deadlines add, each with the last
+// level's slots, until one spans every tick: a shard never holds more.
+func TestNew_MaxSlotsCountsTheLevelsFarDeadlinesAdd(t *testing.T) {
+	for _, levels := range [][]int{{1000, 60, 60, 24}, {2}, {7, 3}, {3, 5, 2}, {60}} {
+		h, clk := newFake(t, WithShards(1), WithTick(time.Nanosecond), WithLevels(levels...))
+		h.AtFunc(clk.Now().Add(time.Duration(math.MaxInt64)), func() {}) // the farthest deadline
+		h.AtFunc(clk.Now().Add(-time.Duration(math.MaxInt64)), func() {})
+		s := h.shards[0]
+		s.lock()
+		held := 0
+		for _, l := range s.levels {
+			held += len(l.slots)
+		}
+		s.mu.Unlock()
+		assert.LessOrEqual(t, held, maxSlots(levels), "levels %v: a shard holds %d slots", levels, held)
 	}
 }

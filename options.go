@@ -20,10 +20,12 @@ const MaxSlots = 1 << 22
 // MaxShards is the largest number of shards [WithShards] accepts.
 const MaxShards = 1024
 
-// MaxTotalSlots is the most slots [New] gives a hierarchy: the slots of the
-// levels [WithLevels] gives, times the shards. At 48 bytes a slot that is
-// about 805 MB; a configuration asking for more is an error
-// ([ErrInvalidConfig]), not an allocation that would exhaust memory.
+// MaxTotalSlots is the most slots a hierarchy may come to hold: the slots
+// of the levels [WithLevels] gives and of the levels far deadlines may add
+// above them (each with the last level's count), times the shards. At 48
+// bytes a slot that is about 805 MB; a configuration that may ask for more
+// is an error of [New] ([ErrInvalidConfig]), not an allocation that would
+// exhaust memory.
 const MaxTotalSlots = 1 << 24
 
 // An Option configures a [Hierarchy] built by [New]. A nil Option makes New
@@ -85,7 +87,9 @@ func WithLevels(slots ...int) Option {
 // with its own lock, over which timers are spread so that goroutines on
 // different cores arm and stop timers without waiting for one another. A
 // timer is placed in the shard of the processor that created (or
-// initialized) it, and stays there. The default, 0, is one shard per
+// initialized) it, and stays there while it is armed; an unarmed timer
+// armed again while its shard's lock is contended may move to the shard
+// the processor prefers then. The default, 0, is one shard per
 // GOMAXPROCS at the time of [New]. n must be between 0 and [MaxShards].
 //
 // More shards cost memory (every shard has every level's slots) and make

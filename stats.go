@@ -1,6 +1,7 @@
 package timingwheel
 
 import (
+	"math"
 	"math/bits"
 	"time"
 )
@@ -14,15 +15,15 @@ import (
 // anyway, so keeping them costs the hot paths nothing measurable.
 type Stats struct {
 	Armed   int    // timers armed now, as Len reports
-	Started uint64 // armings since New: AfterFunc, AtFunc, and Reset or ResetAt of an unarmed timer
-	Fired   uint64 // callbacks started since New
+	Started uint64 // armings since New: AfterFunc, AtFunc, Every, a Reset, ResetAt or ResetEvery of an unarmed timer, and each periodic run after the first
+	Fired   uint64 // callbacks started since New; of a periodic timer on an executor, runs handed over to it (so Started = Armed + Fired + Stopped)
 	Stopped uint64 // Stop calls that stopped an armed timer
 
 	// Lateness counts the fired timers by how late their callback was
 	// collected, from the instant of the due tick (the deadline rounded up
 	// to the tick) to the clock reading of the Advance that ran it.
 	// Lateness[i] counts lateness below LatenessBound(i) and at or above
-	// LatenessBound(i-1).
+	// LatenessBound(i-1) (0 for bucket 0).
 	Lateness [LatenessBuckets]uint64
 	// MaxLateness is the largest lateness seen.
 	MaxLateness time.Duration
@@ -33,8 +34,11 @@ const LatenessBuckets = 32
 
 // LatenessBound returns the upper bound of bucket i of [Stats.Lateness]:
 // 1µs for bucket 0, doubling with each bucket after it; the last bucket
-// has no upper bound.
+// has no upper bound. For i < 0 it returns 0, the lower bound of bucket 0.
 func LatenessBound(i int) time.Duration {
+	if i < 0 {
+		return 0
+	}
 	if i >= LatenessBuckets-1 {
 		return time.Duration(1<<63 - 1)
 	}
@@ -52,7 +56,9 @@ func (s *Stats) LatenessQuantile(q float64) time.Duration {
 	if n == 0 {
 		return 0
 	}
-	rank := uint64(q*float64(n) + 0.5)
+	// The q-quantile is the sample of rank ceil(q·n): at least a fraction q
+	// of the samples are at or below it.
+	rank := uint64(math.Ceil(min(max(q, 0), 1) * float64(n)))
 	rank = max(rank, 1)
 	var seen uint64
 	for i, c := range s.Lateness {

@@ -65,6 +65,9 @@ type Timer struct {
 // Init makes t a one-shot timer whose callback runs on the advancing
 // goroutine, whatever it was bound as before.
 func (t *Timer) Init(h *Hierarchy, f func()) *Timer {
+	if t == nil {
+		panic("timingwheel: Timer.Init called on a nil *Timer")
+	}
 	if h == nil || h.shards == nil {
 		panic("timingwheel: Timer.Init called with a nil or zero Hierarchy")
 	}
@@ -95,6 +98,9 @@ func (t *Timer) bindTo(s *shard, f func()) {
 // bound returns the timer's binding, panicking with a clear message for a
 // Timer that is not bound to a hierarchy.
 func (t *Timer) bound(method string) *binding {
+	if t == nil {
+		panic("timingwheel: " + method + " called on a nil *Timer")
+	}
 	b := t.b.Load()
 	if b == nil {
 		panic("timingwheel: " + method + " called on a zero Timer: create timers with AfterFunc, AtFunc or Every, or bind one held by value with Init or InitOn")
@@ -246,8 +252,11 @@ func (t *Timer) rearm(a arming) bool {
 // Deadline returns the deadline the timer was last armed with: for a
 // periodic timer, its next run's instant. After the timer fires or is
 // stopped it still returns that deadline; for a timer initialized by Init
-// and never armed, it returns the zero Time. A deadline more than about
-// 292 years from the hierarchy's origin is held at that limit.
+// and never armed, it returns the zero Time. The Time returned is Equal to
+// the deadline given (to ResetAt or AtFunc, or the clock's reading plus d),
+// as an offset from the hierarchy's origin: in the origin's location, and
+// with its monotonic reading, not the deadline's own. A deadline more than
+// about 292 years from the hierarchy's origin is held at that limit.
 func (t *Timer) Deadline() time.Time {
 	s := t.shard("Deadline")
 	w := t.when.Load()

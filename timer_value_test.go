@@ -305,3 +305,23 @@ func TestTimer_ZeroPanicNamesEveryConstructor(t *testing.T) {
 		}
 	}
 }
+
+// A nil *Timer panics with the library's message naming the method, as a
+// zero one does, not with a nil dereference.
+func TestTimer_NilPanicsWithAClearMessage(t *testing.T) {
+	var n *timingwheel.Timer
+	h, _ := timingwheel.New(timingwheel.WithClock(clock.NewMock()))
+	for name, call := range map[string]func(){
+		"Stop":       func() { n.Stop() },
+		"Reset":      func() { n.Reset(time.Second) },
+		"ResetAt":    func() { n.ResetAt(time.Now()) },
+		"ResetEvery": func() { n.ResetEvery(time.Second) },
+		"Deadline":   func() { n.Deadline() },
+		"Init":       func() { n.Init(h, func() {}) },
+	} {
+		msg := fmt.Sprint(timingwheel.Recovered(call))
+		assert.Contains(t, msg, "timingwheel: ", "%s's panic", name)
+		assert.Contains(t, msg, name, "%s's panic", name)
+		assert.Contains(t, msg, "nil *Timer", "%s's panic", name)
+	}
+}
