@@ -101,8 +101,8 @@ func (w *Wheel) Idler(idle time.Duration, opts ...IdleOption) *Idler {
 // while the deadline is far, the same 64 ms, re-filed as it nears) and one
 // timer. Traffic only stores the time: the deadline moves later, so the
 // conn stays in its earlier bucket. When a bucket's timer fires, the
-// bucket is scanned on the loop (timers that fire together reach a loop in
-// one EventLoop.Execute): a conn whose idle has passed since its last
+// bucket is scanned on the loop (timers of one Idler that fire together
+// reach a loop in one EventLoop.Execute): a conn whose idle has passed since its last
 // traffic, read there and then, is closed (or gets OnReadIdle); any other
 // is moved to the bucket of its new deadline. So a conn is never closed
 // early, and traffic that arrives after its bucket fired but before the
@@ -115,8 +115,10 @@ func (w *Wheel) Idler(idle time.Duration, opts ...IdleOption) *Idler {
 // bucket: nothing fires for it but its lifetime.
 //
 // An Idle is 56 bytes and has no timer of its own (unless write idle or a
-// lifetime is configured); Traffic, Pause, Resume and SetIdle allocate
-// nothing. An Idle must not be copied once initialized.
+// lifetime is configured); Traffic allocates nothing, and Pause, Resume
+// and SetIdle nothing but, now and then, as buckets are filed and freed,
+// the growth of the loop's index of buckets (a map), amortized over them.
+// An Idle must not be copied once initialized.
 //
 // An Idle may be initialized again once Close has returned, for another
 // conn (as a pooled session's is), on any loop: nothing queued for its
@@ -294,7 +296,8 @@ func (b *bucket) scan() {
 // Init binds x to c, a conn just opened (call it in OnOpen, on c's loop),
 // and starts its idle timeout, and the write-idle and lifetime timers if i
 // has them. It returns x. Without those, Init allocates nothing once the
-// loop has buckets to reuse. x may be a zero Idle or one whose Close has
+// loop has buckets to reuse (but for the growth of the loop's index of
+// buckets now and then, as Pause). x may be a zero Idle or one whose Close has
 // returned; Init panics if x is in use, or if i or c is nil.
 func (x *Idle) Init(i *Idler, c gnet.Conn) *Idle {
 	if i == nil {
@@ -329,12 +332,19 @@ func (x *Idle) Init(i *Idler, c gnet.Conn) *Idle {
 // Traffic pushes the idle timeout back to a whole idle from now: call it
 // in OnTraffic. It stores the time and nothing else: no lock, no timer, no
 // allocation. If the conn's bucket has fired and its scan is on its way to
-// the loop, this keeps the conn open.
+// the loop, this keeps the conn open. If the clock went back since the
+// conn's last traffic (a clock.Mock set back), the new deadline may be
+// earlier than its bucket: then Traffic files the conn again.
 func (x *Idle) Traffic() {
 	if x.c == nil {
 		return // closed
 	}
-	x.last = x.ext.lr.now()
+	l := x.ext.lr
+	if now := l.now(); now >= x.last || x.next == nil {
+		x.last = now
+		return
+	}
+	x.restart(l) // in a bucket that may fire after the new deadline
 }
 
 // Wrote pushes the write-idle timer back, after a write made other than
@@ -436,7 +446,9 @@ func (x *Idle) Pause() {
 // in Resume, as if data had moved both ways then. Resume of a conn that is
 // not paused does the same. It does nothing on a closed conn, or from
 // OnClose while the wheel closes it. It allocates nothing once the loop
-// has a bucket to reuse (Pause emptied one, or an earlier bucket fired).
+// has a bucket to reuse (Pause emptied one, or an earlier bucket fired),
+// but for the growth of the loop's index of buckets now and then (see
+// Idle).
 func (x *Idle) Resume() {
 	if x.c == nil {
 		return

@@ -155,3 +155,38 @@ func TestIdleClock_ABucketBeforeTheEpochHoldsOnlyItsOwnSpan(t *testing.T) {
 		}
 	}
 }
+
+// Traffic after the clock went back (a clock.Mock set back) moves the
+// deadline earlier than the bucket the conn sits in: the conn is filed
+// again, and closed (or its OnReadIdle comes) within a bucket's grain of
+// the idle after that traffic, as Deadline says, not when the old bucket
+// fires.
+func TestIdleClock_TrafficAfterTheClockWentBackFilesTheConnAgain(t *testing.T) {
+	const idle = 100 * time.Millisecond
+	for _, readIdle := range []bool{false, true} {
+		var opts []IdleOption
+		events := 0
+		if readIdle {
+			opts = append(opts, OnReadIdle(func(gnet.Conn) { events++ }))
+		}
+		mock, h, idler, loop := mockLoop(t, idle, opts...)
+		mock.Add(10 * time.Second)
+		c := loop.conn(idler) // its bucket fires 100 ms from now
+		step(mock, h, loop, 50*time.Millisecond)
+		mock.Set(mock.Now().Add(-time.Second)) // the clock goes back 1 s
+		h.Advance()
+		c.idle.Traffic()
+		last := mock.Now()
+		if d := c.idle.Deadline(); !d.Equal(last.Add(idle)) {
+			t.Fatalf("readIdle=%v: Deadline() = last%+v, want last+%v", readIdle, d.Sub(last), idle)
+		}
+		settle(mock, h, loop, idle-10*time.Millisecond)
+		if len(loop.closed) != 0 || events != 0 {
+			t.Fatalf("readIdle=%v: closed or read idle before idle had passed since the traffic", readIdle)
+		}
+		settle(mock, h, loop, 20*time.Millisecond)
+		if got := len(loop.closed) + events; got != 1 {
+			t.Fatalf("readIdle=%v: %d idle closes or events by 10ms after the deadline the traffic set, want 1", readIdle, got)
+		}
+	}
+}
