@@ -118,7 +118,7 @@ func (w *Wheel) Idler(idle time.Duration, opts ...IdleOption) *Idler {
 // lifetime is configured); Traffic allocates nothing, and Pause, Resume
 // and SetIdle nothing but, now and then, as buckets are filed and freed,
 // the growth of the loop's index of buckets (a map), amortized over them.
-// An Idle must not be copied once initialized.
+// An Idle must not be copied once initialized; go vet reports a copy.
 //
 // An Idle may be initialized again once Close has returned, for another
 // conn (as a pooled session's is), on any loop: nothing queued for its
@@ -126,8 +126,9 @@ func (w *Wheel) Idler(idle time.Duration, opts ...IdleOption) *Idler {
 // to the loop) touches the new one. Init panics on an Idle that is in use
 // (initialized and not closed).
 type Idle struct {
-	last int64 // last activity (or Resume, SetIdle), ns since the loop's epoch
-	idle int64 // ns: the Idler's, until SetIdle
+	_    noCopy // go vet reports a copy
+	last int64  // last activity (or Resume, SetIdle), ns since the loop's epoch
+	idle int64  // ns: the Idler's, until SetIdle
 	// In the bucket's list; nil if in none. An open Idle is in a bucket
 	// but while it is paused (see paused) and while the wheel closes it.
 	next, prev *Idle
@@ -136,6 +137,13 @@ type Idle struct {
 	// without write idle or lifetime shares its loop's ext.
 	ext *idleExt
 }
+
+// noCopy makes go vet's copylocks check report a copy of the struct that
+// holds it; it takes no room.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
 
 // idleExt is an Idle's loop runner and optional timers. An Idle with
 // optional timers gets a new ext from each Init, and Close clears its x:
