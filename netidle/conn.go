@@ -78,10 +78,10 @@ import (
 // lifetime. What it does not: net/http knows when a request starts and
 // ends, this wrapper only sees bytes, so a server that must not close a
 // conn in the middle of a slow request pauses it on http.StateActive and
-// resumes it on http.StateIdle and http.StateHijacked (see [Control]); and it does not replace
-// ReadTimeout (a paused conn whose request body stalls is closed by
-// nothing else), ReadHeaderTimeout or WriteTimeout, which bound one
-// request, not the silence between them.
+// resumes it on http.StateIdle and http.StateHijacked (see [Control]); and
+// it does not replace ReadTimeout (a paused conn whose request body stalls
+// is closed by nothing else), ReadHeaderTimeout or WriteTimeout, which
+// bound one request, not the silence between them.
 //
 // Options add idle events (see [Option]): [OnReadIdle] calls a function
 // instead of closing, [OnWriteIdle] calls one when nothing has been written

@@ -83,9 +83,9 @@ type Control interface {
 }
 
 // ControlOf returns the Control of c: c itself if it is one (a conn of
-// this package), else the first one under it, following NetConn (as a *tls.Conn
-// has, and as every Control has) down at most 16 conns. It reports false if
-// there is none: c is not wrapped by this package.
+// this package), else the first one under it, following NetConn (as a
+// *tls.Conn has, and as every Control has) down at most 16 conns. It
+// reports false if there is none: c is not wrapped by this package.
 func ControlOf(c net.Conn) (Control, bool) {
 	for range 16 {
 		if ctl, ok := c.(Control); ok {
