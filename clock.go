@@ -47,7 +47,7 @@ func WithClock(c clock.Clock) Option {
 // measured from. With [WithClock] and a [clock.Mock] it is the Mock's time;
 // with the default clock it is the current time, with a monotonic reading.
 // A caller that arms many timers at once, or computes a deadline to pass to
-// [Timer.ResetAt] or [Hierarchy.WithDeadline], reads it once.
+// [Timer.ResetAt], reads it once.
 func (h *Hierarchy) Now() time.Time {
 	h.mustBeMade("Now")
 	return h.origin.Add(time.Duration(h.elapsed()))

@@ -29,8 +29,8 @@
 //   - [Timer.InitOn] runs a timer's callback through an executor, such as
 //     an event loop's queue, with Stop and Reset still able to cancel it
 //     until it starts there;
-//   - [Hierarchy.WithTimeout] and [Hierarchy.WithDeadline] are request
-//     deadlines: drop-ins for the context package's, kept by the wheel.
+//   - package wheelctx has request deadlines: drop-ins for
+//     [context.WithTimeout] and [context.WithDeadline], kept by the wheel.
 //
 // # Resolution
 //

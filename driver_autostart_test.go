@@ -1,7 +1,6 @@
 package timingwheel
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -37,10 +36,6 @@ var armings = []struct {
 	}},
 	{"Timeouts.Add", func(h *Hierarchy, d time.Duration, f func()) {
 		NewTimeouts(h, func(int) { f() }).Add(1, d)
-	}},
-	{"WithTimeout", func(h *Hierarchy, d time.Duration, f func()) {
-		ctx, _ := h.WithTimeout(context.Background(), d) // the deadline ends it
-		context.AfterFunc(ctx, f)
 	}},
 }
 

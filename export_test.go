@@ -38,3 +38,12 @@ func RecvWithin[T any](t *testing.T, d time.Duration, ch <-chan T, what string) 
 	t.Helper()
 	return recvWithin(t, d, ch, what)
 }
+
+// home returns the shard t belongs to now, or nil for a zero Timer. It may
+// change while t is unarmed; lockShard is the way to hold it.
+func (t *Timer) home() *shard {
+	if b := t.b.Load(); b != nil {
+		return b.s
+	}
+	return nil
+}

@@ -62,7 +62,7 @@ type Hierarchy struct {
 // or by the caller calling [Hierarchy.Advance] when [Hierarchy.Next] says.
 // So that an armed timer never waits forever for a driver nobody started,
 // a hierarchy on the default clock starts its driver itself when its first
-// timer is armed (by AfterFunc, AtFunc, Every, a Reset, a context or any
+// timer is armed (by AfterFunc, AtFunc, Every, a Reset or any
 // layer above), unless the caller has already called Advance (the caller
 // drives h) or Stop (no driver until Start). A caller with an Advance loop
 // of its own therefore calls Advance (or Stop) once before arming, so that
@@ -194,15 +194,6 @@ func (h *Hierarchy) arm(t *Timer, w, per int64) *Timer {
 	s.mu.Unlock()
 	h.wakeFor(d)
 	return t
-}
-
-// armNew binds t, a zero Timer that no other goroutine can see yet, to h
-// with callback f and arms it for the deadline w (ns since the origin):
-// what Init and then a re-arm do, in one hold of a shard's lock. The
-// request-deadline layer makes its contexts' timers this way.
-func (h *Hierarchy) armNew(t *Timer, f func(), w int64) {
-	t.f = f
-	h.arm(t, w, 0)
 }
 
 // Len returns the number of timers armed now: those that have neither fired

@@ -56,11 +56,6 @@ type shard struct {
 
 	stats shardStats
 
-	// watches is the table of the shard's registrations with parents of
-	// package context that its contexts share (see parentWatch), made by
-	// the first that looks.
-	watches *[watchSets]watchSet
-
 	_ [64]byte // keep the next shard's hot fields off this one's cache lines
 }
 

@@ -369,30 +369,6 @@ func (t *Timer) setWhenLocked(a arming) (w int64, filed bool) {
 // The layers above the core (request deadlines, Timeouts) use
 // these, not the Timer's fields.
 
-// home returns the shard t belongs to now, or nil for a zero Timer. It may
-// change while t is unarmed; lockShard is the way to hold it.
-func (t *Timer) home() *shard {
-	if b := t.b.Load(); b != nil {
-		return b.s
-	}
-	return nil
-}
-
-// fixedDeadlineNs returns the deadline of a timer that is never re-armed
-// once other goroutines can see it (a context's) and is armed, without
-// the shard's lock.
-func (t *Timer) fixedDeadlineNs() int64 {
-	if w := t.when.Load(); w != notFiled {
-		return w
-	}
-	s, _ := t.lockShard()
-	defer s.mu.Unlock()
-	if w := t.when.Load(); w != notFiled {
-		return w
-	}
-	return t.filed
-}
-
 // rebindLocked binds t to shard s (locked) with period per (0: one-shot).
 // An executor timer stays one, on its shard; its run must not be pending
 // (see cancelRunLocked).
@@ -410,6 +386,3 @@ func (t *Timer) rebindLocked(s *shard, per int64) {
 // timer's pending run. Timeouts asks it under its own lock, which every
 // re-arm of its timers holds.
 func (t *Timer) isFiled() bool { return t.when.Load() != notFiled }
-
-// callback returns t's callback, as Init or armNew bound it.
-func (t *Timer) callback() func() { return t.f }
