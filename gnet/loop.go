@@ -16,25 +16,14 @@ import (
 // never takes.
 //
 // Callbacks for a loop are queued on its loopRun (push) and run there in
-// batches by one drain task, handed to the loop with EventLoop.Execute. A
-// loop that has exited cannot take a task: gnet's Execute then returns
-// ErrEngineInShutdown once the engine's shutdown is complete, but returns
-// nil and drops the task if the loop exited before that (gnet v2.9.7 sets
-// its shutdown flag only after every loop has exited and the pollers are
-// closed). So a drain may be lost without a word. While a drain is
-// queued, the loopRun's watch timer is armed; if it fires with the drain
-// still not taken, the drain is handed over again (a drain that finds
-// nothing queued returns at once, so a duplicate on a live but slow loop
-// costs nothing), with a longer wait each time, until either a drain runs
-// or Execute reports the shutdown. A loopRun whose Execute fails is dead:
-// everything queued on it, and everything pushed later, is dropped — each
-// item ends its timer's arming as Stop would (drop), so the hierarchy
-// counts nothing for a loop that is gone, context registrations are
-// removed, and nothing is retained — and it leaves its registry.
-const (
-	recheckFirst = 10 * time.Millisecond // the first re-check of a queued drain
-	recheckMax   = time.Second           // the longest wait between re-checks
-)
+// batches by one drain task, handed to the loop with EventLoop.Execute
+// (and handed over again if the loop does not take it: see execdrop.go).
+// A loop that has exited cannot take a task: gnet's Execute then returns
+// ErrEngineInShutdown. A loopRun whose Execute fails is dead: everything
+// queued on it, and everything pushed later, is dropped — each item ends
+// its timer's arming as Stop would (drop), so the hierarchy counts nothing
+// for a loop that is gone, context registrations are removed, and nothing
+// is retained — and it leaves its registry.
 
 // loopItem is a callback queued for an event loop. A pointer or a func
 // converts to it without allocating.
@@ -139,8 +128,7 @@ type loopRun struct {
 	spare   []loopItem // the last batch's slice, for reuse
 	queued  bool       // a drain was handed to el and has not taken pending yet
 	dead    bool       // el's loop will take nothing more: items are dropped
-	wait    time.Duration
-	watch   timingwheel.Timer // armed while queued, until the drain is taken: see recheck
+	watch   execWatch  // told when a drain is handed over and taken
 
 	// Loop-owned: the conn the loop is closing for the wheel, and why; so
 	// that Idle.Err, called from OnClose, can tell.
@@ -171,7 +159,7 @@ func newLoopRun(el gnet.EventLoop, r *loops, h *timingwheel.Hierarchy, cfg *Idle
 	}
 	l.execFn = l.exec
 	l.drainFn = gnet.RunnableFunc(l.drain)
-	l.watch.Init(h, l.recheck)
+	l.watch.init(h, l)
 	return l
 }
 
@@ -203,8 +191,7 @@ func (l *loopRun) push(it loopItem, once *bool) {
 		return // the drain already queued takes it
 	}
 	l.queued = true
-	l.wait = recheckFirst
-	l.watch.Reset(l.wait) // with l.mu held: ordered with the drain's Stop
+	l.watch.handedOver()
 	l.mu.Unlock()
 	l.submit()
 }
@@ -216,21 +203,6 @@ func (l *loopRun) submit() {
 		// either way the loop runs no task any more.
 		l.die()
 	}
-}
-
-// recheck runs, on the goroutine that advances the hierarchy, when a
-// drain has been queued for a while: if it has not taken pending yet, it
-// may have been lost, and another is handed over.
-func (l *loopRun) recheck() {
-	l.mu.Lock()
-	if !l.queued || l.dead {
-		l.mu.Unlock()
-		return
-	}
-	l.wait = min(2*l.wait, recheckMax)
-	l.watch.Reset(l.wait)
-	l.mu.Unlock()
-	l.submit()
 }
 
 // drain runs, on the loop, every callback queued so far. If one asks for
@@ -246,7 +218,7 @@ func (l *loopRun) drain(context.Context) error {
 	}
 	l.pending, l.spare = l.spare[:0], nil
 	l.queued = false
-	l.watch.Stop()
+	l.watch.taken()
 	l.mu.Unlock()
 	var stop error
 	for i, it := range runs {
@@ -305,7 +277,7 @@ func (l *loopRun) markDead() ([]loopItem, bool) {
 	l.dead = true
 	runs := l.pending
 	l.pending, l.spare, l.queued = nil, nil, false
-	l.watch.Stop()
+	l.watch.taken()
 	return runs, true
 }
 
