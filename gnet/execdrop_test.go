@@ -89,4 +89,3 @@ func TestExecDrop_ADrainHandedOverAgainRunsEachCallbackOnce(t *testing.T) {
 		t.Error("a task after the re-handed drain did not run: the loop is alive")
 	}
 }
-
