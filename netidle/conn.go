@@ -1,13 +1,13 @@
 package netidle
 
 import (
-	"math"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/idlestate"
 )
 
 // Conn returns c wrapped so that the hierarchy closes it once idle has
@@ -173,7 +173,7 @@ type conn struct {
 	o     *options
 	idle  atomic.Int64 // ns; SetIdle changes it under mu
 	// end is the end of the lifetime (an Elapsed reading, as the marks;
-	// unused without MaxLifetime) and, once the hierarchy closed the conn,
+	// idlestate.Never without MaxLifetime) and, once the hierarchy closed the conn,
 	// the deadline it closed it for. Guarded by mu.
 	end int64
 	rd  atomic.Int64 // h.Elapsed() at the last Read with data, read-idle event, Resume or SetIdle
@@ -189,7 +189,7 @@ func wrap(h *timingwheel.Hierarchy, c net.Conn, idle int64, o *options) net.Conn
 	now := ic.now()
 	ic.rd.Store(now)
 	ic.wr.Store(now)
-	ic.end = satAdd(now, o.lifetime)
+	ic.end = idlestate.End(now, o.lifetime)
 	ic.mu.Lock()
 	ic.armLocked()
 	ic.mu.Unlock()
@@ -308,7 +308,7 @@ func (c *conn) Close() error {
 	c.mu.Lock()
 	old := c.state.Load()
 	if old&(closed|timedOut) == 0 && old&inReadEv != 0 {
-		c.end = satAdd(c.idleMark(), c.idle.Load())
+		c.end = idlestate.SatAdd(c.idleMark(), c.idle.Load())
 		c.state.Or(timedOut)
 	}
 	c.state.Or(closed)
@@ -340,7 +340,7 @@ func (c *conn) IdleDeadline() time.Time {
 	case s&paused != 0:
 		return time.Time{}
 	}
-	return c.at(satAdd(c.idleMark(), c.idle.Load()))
+	return c.at(idlestate.SatAdd(c.idleMark(), c.idle.Load()))
 }
 
 // SetIdle makes d the conn's idle from now on, the current period counted
@@ -428,8 +428,9 @@ func (c *conn) recordBehind(m *atomic.Int64) {
 	if raise(m, now) {
 		return
 	}
-	m.Store(now)
-	if c.state.Load()&(timedOut|closed|paused) == 0 {
+	mark, rearm := idlestate.Moved(m.Load(), now)
+	m.Store(mark)
+	if rearm && c.state.Load()&(timedOut|closed|paused) == 0 {
 		c.armLocked()
 	}
 }
@@ -448,27 +449,37 @@ func raise(m *atomic.Int64, now int64) bool {
 	}
 }
 
-// armLocked arms the timer for the conn's next deadline: the earliest of
-// the lifetime's end and, unless paused, the idle close (or read-idle
-// event) and the write-idle event; or stops it if there is none. c.mu must
-// be held.
+// armLocked arms the timer for the conn's next deadline (see
+// idlestate.State.Next: the earliest of the lifetime's end and, unless
+// paused, the idle close or read-idle event and the write-idle event), or
+// stops it if there is none. c.mu must be held.
 func (c *conn) armLocked() {
-	o := c.o
-	next := int64(math.MaxInt64)
-	if o.lifetime > 0 {
-		next = c.end
-	}
-	if c.state.Load()&paused == 0 {
-		next = min(next, satAdd(c.idleMark(), c.idle.Load()))
-		if o.writeIdle > 0 {
-			next = min(next, satAdd(c.wr.Load(), o.writeIdle))
-		}
-	}
-	if next == math.MaxInt64 {
+	s := c.stateLocked()
+	next := s.Next()
+	if next == idlestate.Never {
 		c.t.Stop()
 		return
 	}
 	c.t.ResetAt(c.at(next))
+}
+
+// stateLocked returns what the shared idle semantics judge: the conn's
+// marks, its write idle, and whether it is paused or a Write is in
+// progress. c.mu must be held (the marks may still move: Reads and Writes
+// take no lock).
+func (c *conn) stateLocked() idlestate.State {
+	s := c.state.Load()
+	return idlestate.State{
+		Marks: idlestate.Marks{
+			Read:  c.idleMark(),
+			Write: c.wr.Load(),
+			End:   c.end,
+			Idle:  c.idle.Load(),
+		},
+		WriteIdle: c.o.writeIdle,
+		Paused:    s&paused != 0,
+		Writing:   s >= writer,
+	}
 }
 
 // now returns the hierarchy's clock reading, as a mark: h.Elapsed().
@@ -476,11 +487,3 @@ func (c *conn) now() int64 { return int64(c.h.Elapsed()) }
 
 // at returns the instant of mark ns.
 func (c *conn) at(ns int64) time.Time { return c.h.Origin().Add(time.Duration(ns)) }
-
-// satAdd returns a+b, saturated to the int64 range; b >= 0.
-func satAdd(a, b int64) int64 {
-	if s := a + b; s >= a {
-		return s
-	}
-	return math.MaxInt64
-}

@@ -1,12 +1,16 @@
 package netidle
 
-import "net"
+import (
+	"net"
+
+	"github.com/timingwheel/timingwheel/internal/idlestate"
+)
 
 // fire is the timer's callback: the look at the conn when its earliest
 // deadline (as the marks were when the timer was armed) has come. Under mu
-// it judges each deadline by the marks and the clock's reading now, which
-// is no earlier than the deadline the timer was armed for: the lifetime's
-// end closes the conn, and unless the conn is paused, the idle close (or
+// it asks the shared idle semantics (package idlestate: State.Due, judged
+// at the tick being fired) what is due by the marks: the lifetime's end
+// closes the conn, and unless the conn is paused, the idle close (or
 // read-idle event) and then the write-idle event come if their deadlines
 // have passed. The timer is then armed for the next deadline.
 //
@@ -21,58 +25,30 @@ func (c *conn) fire() {
 	o := c.o
 	c.mu.Lock()
 	locked := true
-	var now int64 // the clock's reading in this look, once taken
+	var j idlestate.Judge // the look's instant and clock reading, once taken
 	defer func() {
 		if !locked { // an event's function panicked
 			c.mu.Lock()
-			c.endReadEventLocked(now)
+			c.endReadEventLocked(j.Now)
 			if c.state.Load()&(timedOut|closed) == 0 {
 				c.armLocked()
 			}
 		}
 		c.mu.Unlock()
 	}()
-	s := c.state.Load()
-	if s&(timedOut|closed) != 0 {
+	if c.state.Load()&(timedOut|closed) != 0 {
 		return
 	}
-	// The deadlines are judged at the instant being fired, the due
-	// instant of the deadline the timer was armed for (or the clock, if
-	// that is earlier: it went back): one due at a later tick that this
-	// Advance reaches waits for the timer armed for it below, and runs
-	// there, in order with the other timers.
-	nowT := c.h.Now()
-	armedT := c.t.Deadline()
-	at := c.h.Due(armedT)
-	fired := !nowT.Before(at) // else the clock went back, or the timer was armed again meanwhile
-	if !fired {
-		at = nowT
-	}
-	origin := c.h.Origin()
-	now = int64(nowT.Sub(origin))
-	armed, atNs := int64(armedT.Sub(origin)), int64(at.Sub(origin))
-	// A deadline no later than the one fired is due by then, one later
-	// than the instant fired is not; only one between the two is rounded.
-	due := func(d int64) bool {
-		switch {
-		case d <= armed && fired:
-			return true
-		case d > atNs:
-			return false
-		}
-		return !c.h.Due(c.at(d)).After(at)
-	}
-	if o.lifetime > 0 && due(c.end) {
+	j = idlestate.NewJudge(c.h, c.t.Deadline())
+	s := c.stateLocked()
+	ev := s.Due(&j, idlestate.LifetimeEnd)
+	switch ev {
+	case idlestate.LifetimeEnd:
 		c.expireLocked(lifeEnded, c.end)
 		return
-	}
-	if s&paused != 0 {
-		c.armLocked()
-		return
-	}
-	if d := satAdd(c.idleMark(), c.idle.Load()); due(d) {
+	case idlestate.ReadIdle:
 		if o.onRead == nil {
-			c.expireLocked(0, d)
+			c.expireLocked(0, s.ReadDeadline())
 			return
 		}
 		c.state.Or(inReadEv)
@@ -81,25 +57,25 @@ func (c *conn) fire() {
 		o.onRead(c)
 		c.mu.Lock()
 		locked = true
-		c.endReadEventLocked(now)
+		c.endReadEventLocked(j.Now)
 		if c.state.Load()&(timedOut|closed|paused) != 0 {
 			return // f closed or paused the conn (Pause armed the timer)
 		}
+		s = c.stateLocked()
+		ev = s.Due(&j, idlestate.WriteIdle)
 	}
-	if o.writeIdle > 0 {
-		switch {
-		case c.state.Load() >= writer: // a Write in progress: not idle
-			raise(&c.wr, now)
-		case due(satAdd(c.wr.Load(), o.writeIdle)):
-			raise(&c.wr, now)
-			c.mu.Unlock()
-			locked = false
-			o.onWrite(c)
-			c.mu.Lock()
-			locked = true
-			if c.state.Load()&(timedOut|closed|paused) != 0 {
-				return
-			}
+	switch ev {
+	case idlestate.WriteBusy: // a Write in progress: not idle
+		raise(&c.wr, j.Now)
+	case idlestate.WriteIdle:
+		raise(&c.wr, j.Now)
+		c.mu.Unlock()
+		locked = false
+		o.onWrite(c)
+		c.mu.Lock()
+		locked = true
+		if c.state.Load()&(timedOut|closed|paused) != 0 {
+			return
 		}
 	}
 	c.armLocked()
