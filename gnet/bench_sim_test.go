@@ -27,6 +27,8 @@ import (
 //	impl=none       the heartbeats alone: subtracted from the others
 //
 // Run: go test -run '^$' -bench 'Sim' -benchtime 1x
+//
+// BenchmarkIdle_Traffic is Traffic's own cost on the loop.
 
 const (
 	simIdle     = 2 * time.Second      // heartbeats come every second
@@ -133,12 +135,21 @@ func (b *simBench) open() {
 	}
 }
 
+// firer is a tracker whose hierarchy counts its timers' firings.
+type firer interface{ fired() uint64 }
+
 // run opens the conns, runs the loops for d with heartbeats, and returns
-// the process CPU used over d.
-func (b *simBench) run(d time.Duration) time.Duration {
+// the process CPU used over d, and the tracker's timer firings over d
+// (if it is a firer).
+func (b *simBench) run(d time.Duration) (time.Duration, uint64) {
 	b.open()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	f, _ := b.tr.(firer)
+	var fired0 uint64
+	if f != nil {
+		fired0 = f.fired()
+	}
 	cpu0 := cpuTime()
 	for li, l := range b.loops {
 		wg.Go(func() { b.loop(li, l, stop) })
@@ -147,8 +158,12 @@ func (b *simBench) run(d time.Duration) time.Duration {
 	close(stop)
 	wg.Wait()
 	cpu := cpuTime() - cpu0
+	var fired uint64
+	if f != nil {
+		fired = f.fired() - fired0
+	}
 	b.tr.stop()
-	return cpu
+	return cpu, fired
 }
 
 // loop is loop li: every millisecond ms, the heartbeat of each of its
@@ -191,6 +206,7 @@ func (t *wheelTracker) start() {
 	t.h.Start()
 }
 func (t *wheelTracker) stop()                  { t.h.Stop() }
+func (t *wheelTracker) fired() uint64          { return t.h.Stats().Fired }
 func (t *wheelTracker) open(i int, c *simConn) { t.s[i].idle.Init(t.idler, c) }
 func (t *wheelTracker) traffic(i int)          { t.s[i].idle.Traffic() }
 func (t *wheelTracker) onClose(i int)          { t.s[i].idle.Close() }
@@ -303,7 +319,7 @@ func cpuTime() time.Duration {
 // per conn of the tracking state.
 func BenchmarkSimIdleTracking(b *testing.B) {
 	const d = 3 * time.Second // the silent conns close at 2s
-	for _, n := range []int{10_000, 1_000_000} {
+	for _, n := range []int{10_000, 100_000, 1_000_000} {
 		var noneCPU float64
 		var noneHeap float64
 		for _, impl := range []string{"none", "wheel", "scan", "afterfunc"} {
@@ -312,7 +328,7 @@ func BenchmarkSimIdleTracking(b *testing.B) {
 					runtime.GC()
 					h0 := demo.MemAfterGC().HeapAlloc
 					sb := &simBench{n: n, silentEvery: 100, tr: newTracker(impl, n)}
-					cpu := sb.run(d)
+					cpu, fired := sb.run(d)
 					heap := float64(int64(demo.MemAfterGC().HeapAlloc)-int64(h0)) / float64(n)
 					runtime.KeepAlive(sb)
 					cpuPerSec := cpu.Seconds() / d.Seconds() * 1000 // ms of CPU per s
@@ -325,6 +341,10 @@ func BenchmarkSimIdleTracking(b *testing.B) {
 					if impl != "none" {
 						b.ReportMetric(float64(demo.Quantile(sb.late, 0.99).Microseconds())/1000, "late-p99-ms")
 						b.ReportMetric(float64(sb.closed.Load()), "closed")
+					}
+					if _, ok := sb.tr.(firer); ok {
+						b.ReportMetric(float64(fired)/d.Seconds(), "firings/s")
+						b.ReportMetric(float64(fired)/float64(max(sb.closed.Load(), 1)), "firings/close")
 					}
 				}
 			})
@@ -375,4 +395,28 @@ func (b *simBench) runUntil(done func() bool) {
 	close(stop)
 	wg.Wait()
 	b.tr.stop()
+}
+
+// BenchmarkIdle_Traffic: one Traffic, on the loop, of one of 10^4 conns
+// in turn (the hierarchy on the real clock, not driven: no timer fires).
+func BenchmarkIdle_Traffic(b *testing.B) {
+	const n = 10_000
+	h, err := timingwheel.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	idler := New(h).Idler(simIdle)
+	loop := &fakeLoop{}
+	s := make([]struct{ idle Idle }, n)
+	for i := range s {
+		s[i].idle.Init(idler, &fakeConn{loop: loop, idle: &s[i].idle})
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		s[i].idle.Traffic()
+		if i++; i == n {
+			i = 0
+		}
+	}
 }
