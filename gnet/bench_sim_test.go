@@ -12,6 +12,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 	"github.com/timingwheel/timingwheel"
 	"github.com/timingwheel/timingwheel/internal/demo"
+	"github.com/timingwheel/timingwheel/internal/idlestate"
 )
 
 // The benchmarks in this file measure the bookkeeping of idle timeouts
@@ -20,6 +21,9 @@ import (
 // heartbeat a second, against what gnet users write without gnetwheel:
 //
 //	impl=wheel      gnetwheel.Idle per conn: Traffic on the loop, closed on the loop
+//	impl=timer      package netidle's shape on the loop, for comparison: a Timer per conn
+//	                bound with InitOn to its loop, marks that Traffic stores, and a look
+//	                on the loop (package idlestate, as Idle's) when the timer fires
 //	impl=scan       OnTick every 4ms scans a map of every conn's last-activity time
 //	                (lateness up to a scan period: the precision of a 1ms wheel tick
 //	                plus its hop, p99 <= 5ms) and Closes the idle ones
@@ -211,6 +215,62 @@ func (t *wheelTracker) open(i int, c *simConn) { t.s[i].idle.Init(t.idler, c) }
 func (t *wheelTracker) traffic(i int)          { t.s[i].idle.Traffic() }
 func (t *wheelTracker) onClose(i int)          { t.s[i].idle.Close() }
 
+// timerTracker is netidle's shape on a gnet loop: a Timer per conn, bound
+// with InitOn to the conn's loop (Wheel.Exec, which allocates nothing per
+// run), and marks that Traffic stores; the look on the loop judges them as
+// Idle's scan does (idlestate), closing the conn or arming the timer again
+// for the next deadline.
+type timerTracker struct {
+	h *timingwheel.Hierarchy
+	w *Wheel
+	s []timerSession
+}
+
+type timerSession struct {
+	m idlestate.Marks
+	t timingwheel.Timer
+	h *timingwheel.Hierarchy
+	c *simConn
+}
+
+func (t *timerTracker) start() {
+	t.h, _ = timingwheel.New()
+	t.w = New(t.h)
+	t.h.Start()
+}
+func (t *timerTracker) stop()         { t.h.Stop() }
+func (t *timerTracker) fired() uint64 { return t.h.Stats().Fired }
+func (t *timerTracker) open(i int, c *simConn) {
+	s := &t.s[i]
+	s.h, s.c = t.h, c
+	s.m = idlestate.Start(int64(t.h.Elapsed()), int64(simIdle), 0)
+	s.t.InitOn(t.h, t.w.Exec(c.loop), s.look)
+	s.arm()
+}
+func (t *timerTracker) traffic(i int) {
+	s := &t.s[i]
+	var back bool
+	if s.m.Read, back = idlestate.Moved(s.m.Read, int64(s.h.Elapsed())); back {
+		s.arm()
+	}
+}
+func (t *timerTracker) onClose(i int) { t.s[i].t.Stop() }
+
+func (s *timerSession) arm() {
+	st := idlestate.State{Marks: s.m}
+	s.t.ResetAt(s.h.Origin().Add(time.Duration(st.Next())))
+}
+
+func (s *timerSession) look() {
+	j := idlestate.NewJudge(s.h, s.t.Deadline())
+	st := idlestate.State{Marks: s.m}
+	if st.Due(&j, idlestate.LifetimeEnd) != idlestate.None {
+		s.c.loop.Close(s.c)
+		return
+	}
+	s.arm()
+}
+
 // scanTracker is OnTick scanning every conn's last-activity time: gnet
 // runs OnTick on a goroutine of its own, so the map has a lock and the
 // times are atomic.
@@ -299,6 +359,8 @@ func newTracker(impl string, n int) tracker {
 	switch impl {
 	case "wheel":
 		return &wheelTracker{s: make([]struct{ idle Idle }, n)}
+	case "timer":
+		return &timerTracker{s: make([]timerSession, n)}
 	case "scan":
 		return &scanTracker{s: make([]scanSession, n), cs: make([]*simConn, n)}
 	case "afterfunc":
@@ -322,7 +384,7 @@ func BenchmarkSimIdleTracking(b *testing.B) {
 	for _, n := range []int{10_000, 100_000, 1_000_000} {
 		var noneCPU float64
 		var noneHeap float64
-		for _, impl := range []string{"none", "wheel", "scan", "afterfunc"} {
+		for _, impl := range []string{"none", "wheel", "timer", "scan", "afterfunc"} {
 			b.Run(fmt.Sprintf("conns=%d/impl=%s", n, impl), func(b *testing.B) {
 				for b.Loop() {
 					runtime.GC()
@@ -356,7 +418,7 @@ func BenchmarkSimIdleTracking(b *testing.B) {
 // instant, from the firing to the last close on the loops.
 func BenchmarkSimMassExpiry(b *testing.B) {
 	const n = 10_000
-	for _, impl := range []string{"wheel", "afterfunc"} {
+	for _, impl := range []string{"wheel", "timer", "afterfunc"} {
 		b.Run(fmt.Sprintf("conns=%d/impl=%s", n, impl), func(b *testing.B) {
 			var total time.Duration
 			for b.Loop() {
