@@ -2,12 +2,12 @@ package gnetwheel
 
 import (
 	"fmt"
-	"math"
 	"net"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/internal/idlestate"
 	"github.com/timingwheel/timingwheel/netidle"
 )
 
@@ -96,46 +96,52 @@ func (w *Wheel) Idler(idle time.Duration, opts ...IdleOption) *Idler {
 // none of them races with the handler, and nothing here takes a lock.
 //
 // The idle timeout is lazy, an idle-timeout wheel per loop: an Idle holds
-// its last-activity time and the links of a list, and sits in one of its
-// loop's buckets, each a list of Idles due in the same millisecond (or,
-// while the deadline is far, the same 64 ms, re-filed as it nears) and one
-// timer. Traffic only stores the time: the deadline moves later, so the
-// conn stays in its earlier bucket. When a bucket's timer fires, the
-// bucket is scanned on the loop (timers of one Idler that fire together
-// reach a loop in one EventLoop.Execute): a conn whose idle has passed since its last
-// traffic, read there and then, is closed (or gets OnReadIdle); any other
-// is moved to the bucket of its new deadline. So a conn is never closed
-// early, and traffic that arrives after its bucket fired but before the
-// scan keeps it open. Close unlinks the Idle from its bucket.
+// its marks (the clock at its last traffic, at its last write for
+// [OnWriteIdle], the end of its [MaxLifetime]) and the links of a list,
+// and sits in one of its loop's buckets, each a list of Idles whose next
+// deadline falls in the same millisecond (or, while it is far, the same
+// 64 ms, re-filed as it nears) and one timer. Traffic only stores the
+// time: the deadline moves later, so the conn stays in its earlier
+// bucket. When a bucket's timer fires, the bucket is scanned on the loop
+// (timers of one Idler that fire together reach a loop in one
+// EventLoop.Execute), and each conn's marks are judged at the instant
+// fired, as package netidle judges its conns' (the two share that code):
+// a conn whose lifetime has ended, or whose idle has passed since its last
+// traffic, is closed (or gets OnReadIdle), a write-idle event that is due
+// runs, and the conn is filed again for its next deadline. So a conn is
+// never closed early, and traffic that arrives after its bucket fired but
+// before the scan keeps it open. Close unlinks the Idle from its bucket.
 //
 // [Idle.Pause] and [Idle.Resume] tell a conn serving a request (a slow
 // reply, a long stream to a silent peer) from one idle between requests,
 // as netidle's Control does; [Idle.SetIdle] changes the conn's idle
-// (a longer one once the client has authenticated). A paused conn is in no
-// bucket: nothing fires for it but its lifetime.
+// (a longer one once the client has authenticated). A paused conn is
+// filed only for the end of its lifetime, if it has one.
 //
-// An Idle is 56 bytes and has no timer of its own (unless write idle or a
-// lifetime is configured); Traffic allocates nothing, and Pause, Resume
-// and SetIdle nothing but, now and then, as buckets are filed and freed,
-// the growth of the loop's index of buckets (a map), amortized over them.
-// An Idle must not be copied once initialized; go vet reports a copy.
+// An Idle is 80 bytes and has no timer of its own, with or without idle
+// events; Traffic allocates nothing, and Pause, Resume and SetIdle nothing
+// but, now and then, as buckets are filed and freed, the growth of the
+// loop's index of buckets (a map), amortized over them. An Idle must not
+// be copied once initialized; go vet reports a copy.
 //
 // An Idle may be initialized again once Close has returned, for another
-// conn (as a pooled session's is), on any loop: nothing queued for its
-// earlier conn (a scan, a lifetime close, a write-idle callback on its way
-// to the loop) touches the new one. Init panics on an Idle that is in use
+// conn (as a pooled session's is), on any loop: nothing of its loop refers
+// to it once Close has returned. Init panics on an Idle that is in use
 // (initialized and not closed).
 type Idle struct {
-	_    noCopy // go vet reports a copy
-	last int64  // last activity (or Resume, SetIdle), ns since the loop's epoch
-	idle int64  // ns: the Idler's, until SetIdle
+	_ noCopy // go vet reports a copy
+	// m is the conn's marks, Elapsed readings of the hierarchy's clock,
+	// and its own idle (the Idler's, until SetIdle).
+	m idlestate.Marks
 	// In the bucket's list; nil if in none. An open Idle is in a bucket
-	// but while it is paused (see paused) and while the wheel closes it.
+	// but while its loop looks at it (a scan, which files it again before
+	// it runs an event's function), while the wheel closes it, and while
+	// it has no deadline (paused without a lifetime; an idle of the
+	// largest Duration).
 	next, prev *Idle
 	c          gnet.Conn
-	// ext holds the conn's loop runner and its optional timers. A conn
-	// without write idle or lifetime shares its loop's ext.
-	ext *idleExt
+	lr         *loopRun // its loop's runner; nil in a bucket's head
+	paused     bool
 }
 
 // noCopy makes go vet's copylocks check report a copy of the struct that
@@ -145,26 +151,8 @@ type noCopy struct{}
 func (*noCopy) Lock()   {}
 func (*noCopy) Unlock() {}
 
-// idleExt is an Idle's loop runner and optional timers. An Idle with
-// optional timers gets a new ext from each Init, and Close clears its x:
-// so the ext is the generation of the Idle's binding to a conn, and an
-// item queued for the loop by an earlier binding's timer finds x nil and
-// does nothing (it never reads the Idle, which may be bound again on
-// another loop).
-type idleExt struct {
-	lr    *loopRun
-	x     *Idle // nil in a loop's shared ext, and once the Idle is closed
-	write timingwheel.Timer
-	life  timingwheel.Timer
-}
-
-// sentinelExt marks the head of a bucket's list, so that an Idle unlinked
-// from its bucket can tell the bucket is empty; the head's last is then
-// the bucket's index in its loop's all.
-var sentinelExt idleExt
-
-// bucketGrain is the span of deadlines a near bucket holds: a conn is
-// closed at most this much later than its idle deadline, plus the wheel's
+// bucketGrain is the span of deadlines a near bucket holds: a conn's
+// event comes at most this much later than its deadline, plus the wheel's
 // lateness and the hop onto the loop. A deadline more than farGrain ahead
 // goes to a far bucket, which fires at the start of its farGrain span and
 // re-files its conns into near buckets: so a loop has at most
@@ -177,10 +165,10 @@ const (
 
 // bucket is a loop's list of Idles filed for the same instant (see file),
 // and the one timer that fires for them all. Loop-owned. A bucket is
-// never freed, only reused: its head's last is its index in the loop's
+// never freed, only reused: its head's m.Read is its index in the loop's
 // all, which is how an Idle unlinked from it finds it.
 type bucket struct {
-	head     Idle  // sentinel
+	head     Idle  // sentinel: its lr is nil
 	key      int64 // in the loop's buckets: see file
 	scanning bool
 	t        timingwheel.Timer
@@ -190,17 +178,9 @@ type bucket struct {
 
 func (b *bucket) empty() bool { return b.head.next == &b.head }
 
-// satAdd returns t+d (d >= 0), or the largest int64 if that overflows: an
-// idle of math.MaxInt64 ns, "never", stays never.
-func satAdd(t, d int64) int64 {
-	if t > math.MaxInt64-d {
-		return math.MaxInt64
-	}
-	return t + d
-}
-
 // div divides a by g > 0, rounding up if up, else down, also for a
-// negative a (a clock before the loop's epoch), which / rounds toward zero.
+// negative a (a clock before the hierarchy's origin), which / rounds
+// toward zero.
 func div(a, g int64, up bool) int64 {
 	q, r := a/g, a%g
 	switch {
@@ -212,17 +192,31 @@ func div(a, g int64, up bool) int64 {
 	return q
 }
 
-// now is the loop's clock reading, ns since its epoch.
-func (l *loopRun) now() int64 { return int64(l.cfg.w.h.Now().Sub(l.epoch)) }
+// now is the loop's clock reading, as a mark: the hierarchy's Elapsed.
+func (l *loopRun) now() int64 { return int64(l.cfg.w.h.Elapsed()) }
+
+// state is what the shared idle semantics judge of x.
+func (x *Idle) state() idlestate.State {
+	return idlestate.State{Marks: x.m, WriteIdle: int64(x.lr.cfg.writeIdle), Paused: x.paused}
+}
+
+// fileNext puts x, unlinked, in the bucket of its next deadline, if it has
+// one; now is the loop's clock.
+func (l *loopRun) fileNext(x *Idle, now int64) {
+	s := x.state()
+	if due := s.Next(); due != idlestate.Never {
+		l.file(x, due, now)
+	}
+}
 
 // file puts x, unlinked, in a bucket that fires no later than due, or (a
 // near one) within bucketGrain after it; now is the loop's clock.
 func (l *loopRun) file(x *Idle, due, now int64) {
 	// A bucket's key is its span's number, doubled, plus 1 if far: near
-	// and far spans never share a key, on either side of the epoch (a
+	// and far spans never share a key, on either side of the origin (a
 	// clock.Mock may go back past it).
 	var key, at int64
-	if due > satAdd(now, int64(farGrain)) {
+	if due > idlestate.SatAdd(now, int64(farGrain)) {
 		k := div(due, int64(farGrain), false) // fires at the start of due's span, <= due
 		key, at = 2*k+1, k*int64(farGrain)
 	} else {
@@ -235,7 +229,7 @@ func (l *loopRun) file(x *Idle, due, now int64) {
 			l.freeBuckets, b.free = b.free, nil
 		} else {
 			b = &bucket{}
-			b.head.ext, b.head.last = &sentinelExt, int64(len(l.all))
+			b.head.m.Read = int64(len(l.all))
 			l.all = append(l.all, b)
 			b.hop = hop{l: l, t: &b.t}
 			b.hop.bind(l.cfg.w.h, b.scan)
@@ -243,7 +237,7 @@ func (l *loopRun) file(x *Idle, due, now int64) {
 		b.head.next, b.head.prev = &b.head, &b.head
 		b.key = key
 		l.buckets[key] = b
-		b.t.ResetAt(l.epoch.Add(time.Duration(at)))
+		b.t.ResetAt(l.cfg.w.h.Origin().Add(time.Duration(at)))
 	}
 	x.prev, x.next = b.head.prev, &b.head
 	b.head.prev.next = x
@@ -255,12 +249,21 @@ func (x *Idle) unlink() {
 	n, p := x.next, x.prev
 	n.prev, p.next = p, n
 	x.next, x.prev = nil, nil
-	if n == p && n.ext == &sentinelExt {
-		l := x.ext.lr
-		if b := l.all[n.last]; !b.scanning {
+	if n == p && n.lr == nil {
+		l := x.lr
+		if b := l.all[n.m.Read]; !b.scanning {
 			l.release(b)
 		}
 	}
+}
+
+// refile files x again for its next deadline, which may be earlier than
+// its bucket (a shorter idle, a clock that went back) or none (paused).
+func (x *Idle) refile(l *loopRun) {
+	if x.next != nil {
+		x.unlink() // before file: an emptied bucket is reused at once
+	}
+	l.fileNext(x, l.now())
 }
 
 // release stops b's timer and puts b in the free list. On the loop, Stop
@@ -271,41 +274,68 @@ func (l *loopRun) release(b *bucket) {
 	b.free, l.freeBuckets = l.freeBuckets, b
 }
 
-// scan runs on the loop when b's timer fires: it closes (or calls
-// OnReadIdle for) each conn idle since an idle before now, and re-files
-// the others by their last traffic.
+// scan runs on the loop when b's timer fires: it looks at each conn of b,
+// judged at the instant fired.
 func (b *bucket) scan() {
 	l := b.hop.l
 	delete(l.buckets, b.key) // nothing more is filed here
 	b.scanning = true
-	cfg := l.cfg
-	now := l.now()
+	j := idlestate.NewJudge(l.cfg.w.h, b.t.Deadline())
 	for !b.empty() {
 		x := b.head.next
 		n := x.next
 		n.prev, b.head.next = &b.head, n
 		x.next, x.prev = nil, nil
-		if due := satAdd(x.last, x.idle); now < due {
-			l.file(x, due, now) // lazy: traffic came since it was filed, or a far bucket
-			continue
-		}
-		if cfg.onReadIdle != nil {
-			x.last = now
-			l.file(x, satAdd(now, x.idle), now) // before f, which may Close or Pause
-			cfg.onReadIdle(x.c)
-			continue
-		}
-		x.closeFor(ErrIdle)
+		l.look(x, &j)
 	}
 	b.scanning = false
 	b.free, l.freeBuckets = l.freeBuckets, b
 }
 
+// look runs what is due for x, unlinked, by its marks (idlestate's
+// State.Due), and files it again for its next deadline. An event's
+// function runs with x filed already, as it may Close, Pause or SetIdle
+// the conn; after the read-idle event's, the write-idle event is judged
+// afresh.
+func (l *loopRun) look(x *Idle, j *idlestate.Judge) {
+	cfg := l.cfg
+	from := idlestate.LifetimeEnd
+	for {
+		s := x.state()
+		switch s.Due(j, from) {
+		case idlestate.LifetimeEnd:
+			x.closeFor(ErrLifetime)
+			return
+		case idlestate.ReadIdle:
+			if cfg.onReadIdle == nil {
+				x.closeFor(ErrIdle)
+				return
+			}
+			x.m.Read = max(x.m.Read, j.Now) // the count restarts from the look
+			l.fileNext(x, j.Now)
+			cfg.onReadIdle(x.c)
+			if x.c == nil || x.paused || x.next == nil {
+				return // f closed or paused the conn, or the wheel is closing it
+			}
+			x.unlink()
+			from = idlestate.WriteIdle
+		case idlestate.WriteIdle:
+			x.m.Write = max(x.m.Write, j.Now) // f's own write moves it again
+			l.fileNext(x, j.Now)
+			cfg.onWriteIdle(x.c)
+			return
+		default: // None (WriteBusy is netidle's: a gnet Write does not block)
+			l.fileNext(x, j.Now)
+			return
+		}
+	}
+}
+
 // Init binds x to c, a conn just opened (call it in OnOpen, on c's loop),
-// and starts its idle timeout, and the write-idle and lifetime timers if i
-// has them. It returns x. Without those, Init allocates nothing once the
-// loop has buckets to reuse (but for the growth of the loop's index of
-// buckets now and then, as Pause). x may be a zero Idle or one whose Close has
+// and starts its idle timeout, its write-idle event and its lifetime, if
+// i has them. It returns x. Init allocates nothing once the loop has
+// buckets to reuse (but for the growth of the loop's index of buckets now
+// and then, as Pause). x may be a zero Idle or one whose Close has
 // returned; Init panics if x is in use, or if i or c is nil.
 func (x *Idle) Init(i *Idler, c gnet.Conn) *Idle {
 	if i == nil {
@@ -317,23 +347,11 @@ func (x *Idle) Init(i *Idler, c gnet.Conn) *Idle {
 	if x.c != nil {
 		panic("gnetwheel: Idle.Init called on an Idle in use: Close it first (in OnClose)")
 	}
-	h := i.w.h
-	lr := i.loops.of(c.EventLoop(), h, i)
-	x.c, x.ext = c, &lr.shared
-	if i.writeIdle > 0 || i.lifetime > 0 {
-		m := &idleExt{lr: lr, x: x}
-		x.ext = m
-		if i.writeIdle > 0 {
-			m.write.Init(h, m.fireWrite)
-			m.write.Reset(i.writeIdle)
-		}
-		if i.lifetime > 0 {
-			m.life.Init(h, m.fireLife)
-			m.life.Reset(i.lifetime)
-		}
-	}
-	x.last, x.idle = lr.now(), int64(i.idle)
-	lr.file(x, satAdd(x.last, x.idle), x.last)
+	lr := i.loops.of(c.EventLoop(), i.w.h, i)
+	x.c, x.lr, x.paused = c, lr, false
+	now := lr.now()
+	x.m = idlestate.Start(now, int64(i.idle), int64(i.lifetime))
+	lr.fileNext(x, now)
 	return x
 }
 
@@ -347,25 +365,31 @@ func (x *Idle) Traffic() {
 	if x.c == nil {
 		return // closed
 	}
-	l := x.ext.lr
-	if now := l.now(); now >= x.last || x.next == nil {
-		x.last = now
-		return
-	}
-	x.restart(l) // in a bucket that may fire after the new deadline
+	x.moved(&x.m.Read)
 }
 
-// Wrote pushes the write-idle timer back, after a write made other than
+// moved moves mark m (x's Read or Write) for data moved now, filing x
+// again if the clock went back (see idlestate.Moved).
+func (x *Idle) moved(m *int64) {
+	l := x.lr
+	var back bool
+	if *m, back = idlestate.Moved(*m, l.now()); back && x.next != nil {
+		x.refile(l) // in a bucket that may fire after the new deadline
+	}
+}
+
+// Wrote pushes the write-idle event back, after a write made other than
 // through [Idle.Write] (Writev, AsyncWrite's callback). Without
-// [OnWriteIdle], or while the conn is paused, it does nothing.
+// [OnWriteIdle] it does nothing; while the conn is paused it counts for
+// nothing (Resume starts afresh).
 func (x *Idle) Wrote() {
-	if m := x.ext; x.c != nil && m.x != nil && m.lr.cfg.writeIdle > 0 && !x.paused() {
-		m.write.Reset(m.lr.cfg.writeIdle)
+	if x.c != nil && x.lr.cfg.writeIdle > 0 {
+		x.moved(&x.m.Write)
 	}
 }
 
 // Write writes p to the conn with c.Write and, if that wrote anything,
-// pushes the write-idle timer back.
+// pushes the write-idle event back.
 func (x *Idle) Write(p []byte) (int, error) {
 	if x.c == nil {
 		return 0, net.ErrClosed
@@ -377,35 +401,27 @@ func (x *Idle) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Close takes x out of its bucket and stops its timers: call it in
-// OnClose. The hierarchy then keeps no reference to the conn, and nothing
-// queued for the conn's loop acts on x any more: once Close has returned,
-// x may be initialized again. Close may be called more than once.
+// Close takes x out of its bucket: call it in OnClose. The hierarchy then
+// keeps no reference to the conn, and nothing of its loop refers to x:
+// once Close has returned, x may be initialized again. Close may be
+// called more than once.
 func (x *Idle) Close() {
-	if m := x.ext; m != nil && m.lr.closing == x {
-		m.lr.closed = true // closeFor need not
+	if l := x.lr; l != nil && l.closing == x {
+		l.closed = true // closeFor need not
 	}
 	x.c = nil
 	if x.next != nil {
 		x.unlink()
 	}
-	if m := x.ext; m != nil && m.x != nil {
-		m.x = nil // the binding ends: its queued items do nothing
-		if m.lr.cfg.writeIdle > 0 {
-			m.write.Stop()
-		}
-		if m.lr.cfg.lifetime > 0 {
-			m.life.Stop()
-		}
-	}
+	x.paused = false
 }
 
 // Err reports, in OnClose, why the wheel closed the conn: [ErrIdle] or
 // [ErrLifetime]; nil if the wheel did not close it (the peer did, or the
 // handler), or outside OnClose.
 func (x *Idle) Err() error {
-	if x.ext != nil && x.ext.lr.closing == x {
-		return x.ext.lr.reason
+	if x.lr != nil && x.lr.closing == x {
+		return x.lr.reason
 	}
 	return nil
 }
@@ -415,18 +431,11 @@ func (x *Idle) Err() error {
 // the last traffic, Resume or SetIdle. While the conn is paused it returns
 // the zero Time: no idle close is due.
 func (x *Idle) Deadline() time.Time {
-	if x.ext == nil || x.paused() {
+	if x.lr == nil || x.paused {
 		return time.Time{}
 	}
-	return x.ext.lr.epoch.Add(time.Duration(satAdd(x.last, x.idle)))
-}
-
-// paused reports whether x is paused: open and in no bucket. Outside
-// Pause, an open Idle leaves its bucket only while the loop looks at it
-// (a scan, which files it again before it runs OnReadIdle's f) or closes
-// it for the wheel (closeFor, which OnClose runs inside).
-func (x *Idle) paused() bool {
-	return x.c != nil && x.next == nil && x.ext.lr.closing != x
+	s := x.state()
+	return x.lr.cfg.w.h.Origin().Add(time.Duration(s.ReadDeadline()))
 }
 
 // Pause suspends the conn's idle close and its read- and write-idle
@@ -434,19 +443,17 @@ func (x *Idle) paused() bool {
 // idle, whatever its silence (a request being served: a handler slower
 // than idle, a long response to a peer that sends nothing). Its
 // [MaxLifetime] still applies. Traffic and writes while it is paused
-// count for nothing; Resume starts afresh. Pause takes the conn out of its
-// bucket (and stops its write-idle timer): no lock, no allocation. Pause
-// of a paused or closed conn, or from OnClose when the wheel closes it for
-// idleness, does nothing. Call it on the conn's loop, as every method of
-// Idle.
+// count for nothing; Resume starts afresh. Pause files the conn again for
+// its lifetime's end only (or takes it out of its bucket): no lock, no
+// allocation but as Init. Pause of a paused or closed conn, or from
+// OnClose when the wheel closes it, does nothing. Call it on the conn's
+// loop, as every method of Idle.
 func (x *Idle) Pause() {
-	if x.c == nil || x.next == nil {
+	if x.c == nil || x.paused || x.lr.closing == x {
 		return // closed, paused already, or the wheel is closing it
 	}
-	x.unlink()
-	if m := x.ext; m.x != nil && m.lr.cfg.writeIdle > 0 {
-		m.write.Stop() // and a firing on its way to the loop finds x paused
-	}
+	x.paused = true
+	x.refile(x.lr)
 }
 
 // Resume ends a [Idle.Pause]: every idle period, the idle close's (or
@@ -461,14 +468,14 @@ func (x *Idle) Resume() {
 	if x.c == nil {
 		return
 	}
-	l := x.ext.lr
+	l := x.lr
 	if l.closing == x {
 		return // a Resume from OnClose: the conn is closing
 	}
-	x.restart(l)
-	if m := x.ext; m.x != nil && l.cfg.writeIdle > 0 {
-		m.write.Reset(l.cfg.writeIdle)
-	}
+	x.paused = false
+	now := l.now()
+	x.m.Read, x.m.Write = now, now
+	x.refile(l)
 }
 
 // SetIdle makes d the conn's idle from now on (a longer one once the
@@ -481,71 +488,13 @@ func (x *Idle) SetIdle(d time.Duration) {
 	if d <= 0 {
 		panic(fmt.Sprintf("gnetwheel: Idle.SetIdle called with %v; the idle must be positive", d))
 	}
-	x.idle = int64(d)
-	if x.c == nil || x.next == nil {
-		return // closed, paused (Resume files it), or the wheel is closing it
+	x.m.Idle = int64(d)
+	if x.c == nil || x.paused || x.lr.closing == x {
+		return // closed, paused (Resume counts afresh), or the wheel is closing it
 	}
-	x.restart(x.ext.lr)
-}
-
-// restart starts x's idle period afresh from now, filing it again: its
-// bucket may be later than its new deadline (a shorter idle).
-func (x *Idle) restart(l *loopRun) {
-	if x.next != nil {
-		x.unlink() // before file: an emptied bucket is reused at once
-	}
-	x.last = l.now()
-	l.file(x, satAdd(x.last, x.idle), x.last)
-}
-
-// fireWrite and fireLife are the optional timers' callbacks, on the
-// goroutine that advances the hierarchy: they queue the conn on its loop.
-func (m *idleExt) fireWrite() { m.lr.push((*writeDue)(m), nil) }
-func (m *idleExt) fireLife()  { m.lr.push((*lifeDue)(m), nil) }
-
-// writeDue and lifeDue are the same objects seen as loop items: the
-// conversion to loopItem allocates nothing. The timer that queued one has
-// fired, so the hierarchy no longer counts it: a dropped one has nothing
-// to end.
-type (
-	writeDue idleExt
-	lifeDue  idleExt
-)
-
-func (*writeDue) drop() {}
-func (*lifeDue) drop()  {}
-
-// due reports, on the loop, whether the firing of m's timer t still
-// stands: its deadline has come by the clock read here. A firing queued
-// before t was re-armed (by Wrote, to a deadline after now) does not. Nor
-// does one that reaches the loop after the clock went back before t's
-// deadline (a clock.Mock set back): then t is armed again for that
-// deadline, unless it is armed already, so that the event comes when the
-// clock passes it again, as the hierarchy's own timers do.
-func (m *idleExt) due(t *timingwheel.Timer) bool {
-	d := t.Deadline()
-	if !m.lr.cfg.w.h.Now().Before(d) {
-		return true
-	}
-	t.ResetAt(d) // armed for d: a no-op; fired, and the clock went back: again
-	return false
-}
-
-func (r *writeDue) runOnLoop() {
-	m := (*idleExt)(r)
-	if m.x == nil || m.x.paused() || !m.due(&m.write) {
-		return // closed (or bound again), paused (Resume re-arms it), or not yet due
-	}
-	cfg := m.lr.cfg
-	m.write.Reset(cfg.writeIdle) // f's own write re-arms it again
-	cfg.onWriteIdle(m.x.c)
-}
-
-func (r *lifeDue) runOnLoop() {
-	m := (*idleExt)(r)
-	if m.x != nil && m.due(&m.life) {
-		m.x.closeFor(ErrLifetime)
-	}
+	l := x.lr
+	x.m.Read = l.now()
+	x.refile(l)
 }
 
 // closeFor closes the conn on its loop, now: gnet calls OnClose before
@@ -553,15 +502,15 @@ func (r *lifeDue) runOnLoop() {
 // does when the peer closes the conn: gnet.Shutdown stops the engine (gnet
 // returns it from EventLoop.Close as ErrEngineShutdown).
 func (x *Idle) closeFor(reason error) {
-	c, lr := x.c, x.ext.lr
+	c, lr := x.c, x.lr
 	lr.closing, lr.reason, lr.closed = x, reason, false
 	err := c.EventLoop().Close(c)
 	closed := lr.closed
 	lr.closing, lr.reason, lr.closed = nil, nil, false
 	if !closed {
 		// The handler's OnClose did not call Close (or gnet did not call
-		// OnClose): stop the timers anyway, the conn is gone. Once Close
-		// has run, x is not touched: it may be bound again already.
+		// OnClose): take x out anyway, the conn is gone. Once Close has
+		// run, x is not touched: it may be bound again already.
 		x.Close()
 	}
 	lr.shutdownAsked(err)

@@ -11,7 +11,10 @@ import (
 
 // The idle conns at the edges of the clock: an idle of the largest
 // Duration ("never"), a clock.Mock that goes back between a timer's firing
-// and its hop onto the loop, and one that goes back past the loop's epoch.
+// and its hop onto the loop, and one that goes back past the hierarchy's
+// origin, where marks and bucket spans are negative. What is due given the
+// marks in these cases is package idlestate's, pinned by its tests; these
+// pin gnet's side: the filing in buckets and the hop onto the loop.
 
 func TestIdleClock_AnIdleOfTheLargestDurationNeverCloses(t *testing.T) {
 	forever := time.Duration(math.MaxInt64)
@@ -30,9 +33,9 @@ func TestIdleClock_AnIdleOfTheLargestDurationNeverCloses(t *testing.T) {
 	})
 	t.Run("Idler", func(t *testing.T) {
 		mock, h, idler, loop := mockLoop(t, forever)
-		loop.conn(idler) // the loop's epoch is now
+		loop.conn(idler)
 		mock.Add(time.Second)
-		c := loop.conn(idler) // its last is 1 s after the epoch
+		c := loop.conn(idler) // its mark is 1 s after the origin
 		settle(mock, h, loop, time.Second)
 		if len(loop.closed) != 0 {
 			t.Fatalf("a conn of Idler(MaxInt64) was closed within 1s, Err = %v", c.err)
@@ -71,7 +74,7 @@ func TestIdleClock_SetIdleOfTheLargestDurationOnARealServerKeepsTheConn(t *testi
 	s := newIdleServer(t, 10*time.Second)
 	srv := runServer(t, foreverServer{s}, s)
 	conns := openConns(t, s, srv.addr, 1)
-	time.Sleep(5 * time.Millisecond) // the loop's clock is past its epoch
+	time.Sleep(5 * time.Millisecond) // the clock is past the hierarchy's origin
 	for _, c := range conns {
 		if _, err := c.Write([]byte("auth")); err != nil {
 			t.Fatal(err)
@@ -137,17 +140,17 @@ func TestIdleClock_LifetimeAndWriteIdleComeAgainAfterTheClockWentBackBeforeTheHo
 	})
 }
 
-// With the clock before the loop's epoch (a clock.Mock set back), a near
-// deadline and a far one never share a bucket: a conn is closed within a
-// bucket's grain of its deadline, not when a far bucket fires.
-func TestIdleClock_ABucketBeforeTheEpochHoldsOnlyItsOwnSpan(t *testing.T) {
+// With the clock before the hierarchy's origin (a clock.Mock set back), a
+// near deadline and a far one never share a bucket: a conn is closed
+// within a bucket's grain of its deadline, not when a far bucket fires.
+func TestIdleClock_ABucketBeforeTheOriginHoldsOnlyItsOwnSpan(t *testing.T) {
 	for _, idle := range []time.Duration{3010 * time.Millisecond, 4010 * time.Millisecond} {
 		mock, h, idler, loop := mockLoop(t, 50*time.Millisecond)
-		mock.Add(time.Second)   // the hierarchy's origin is 1 s back
-		far := loop.conn(idler) // the loop's epoch is now
-		far.idle.SetIdle(idle)  // in a far bucket (64 ms spans)
-		mock.Set(mock.Now().Add(-100 * time.Millisecond))
-		near := loop.conn(idler) // due 50 ms before the epoch: a near bucket
+		mock.Add(time.Second) // the hierarchy's origin is 1 s back
+		far := loop.conn(idler)
+		far.idle.SetIdle(idle) // in a far bucket (64 ms spans)
+		mock.Set(mock.Now().Add(-1100 * time.Millisecond))
+		near := loop.conn(idler) // due 50 ms before the origin: a near bucket
 		settle(mock, h, loop, 70*time.Millisecond)
 		if len(loop.closed) != 1 || loop.closed[0] != near {
 			t.Fatalf("beside a conn of idle %v: closes = %d 20ms after a 50ms idle passed, want the near conn's",

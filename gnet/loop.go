@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	gerrors "github.com/panjf2000/gnet/v2/pkg/errors"
@@ -140,11 +139,8 @@ type loopRun struct {
 	// a scheduled Runnable that returned the error).
 	stop error
 
-	shared idleExt // the ext of this loop's conns that have no optional timers
-
 	// Loop-owned idle buckets (see Idle), by due slot, the free ones, and
 	// every bucket made, by its index (see bucket).
-	epoch       time.Time
 	buckets     map[int64]*bucket
 	freeBuckets *bucket
 	all         []*bucket
@@ -152,9 +148,7 @@ type loopRun struct {
 
 func newLoopRun(el gnet.EventLoop, r *loops, h *timingwheel.Hierarchy, cfg *Idler) *loopRun {
 	l := &loopRun{el: el, reg: r, cfg: cfg}
-	l.shared.lr = l
 	if cfg != nil {
-		l.epoch = h.Now()
 		l.buckets = map[int64]*bucket{}
 	}
 	l.execFn = l.exec
