@@ -13,9 +13,12 @@
 // after the timer fired and before its callback reached the loop cancels
 // the callback. The idle timeouts themselves have no timer per
 // connection: each loop keeps them in buckets by due millisecond, one timer
-// per bucket, and a bucket's scan on the loop closes a connection only if
-// it has been idle since an idle before then. So traffic that arrives
-// while an idle close is on its way to the loop keeps the connection open.
+// per bucket, and a bucket's scan on the loop judges each connection's
+// marks (its last traffic, its last write, its lifetime's end) at the
+// instant fired, by the same code as package netidle's connections: it
+// closes a connection only if it has been idle since an idle before then.
+// So traffic that arrives while an idle close is on its way to the loop
+// keeps the connection open.
 //
 // A gnet handler needs a few lines (s.idler is a [Wheel.Idler]):
 //
@@ -66,6 +69,6 @@
 // timers do.
 // A loop that has exited leaves the wheel's and the Idler's records of
 // loops, so engines may be started and stopped any number of times with
-// one Wheel. The timers of [Idle] are stopped as gnet closes each conn
+// one Wheel. An [Idle] leaves its loop's buckets as gnet closes each conn
 // (OnClose calls Idle.Close).
 package gnetwheel
