@@ -192,4 +192,3 @@ func (l *loopRun) look(x *Idle, j *idlestate.Judge) {
 		}
 	}
 }
-
