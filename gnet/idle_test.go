@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"strconv"
+	"slices"
 	"testing"
 	"time"
 
@@ -634,5 +635,37 @@ func TestIdle_ShutdownReturnedByOnCloseOfAnIdleCloseStopsTheEngine(t *testing.T)
 	}
 	if !eventually(5*time.Second, func() bool { return s.w.Hierarchy().Len() == 0 }) {
 		t.Errorf("h.Len() = %d after the engine stopped, want 0", s.w.Hierarchy().Len())
+	}
+}
+
+// Read and write idle due at one instant come in one look, in the shared
+// semantics' order: the read-idle event, then the write-idle event, judged
+// afresh after it (a write by the first pushes the second back).
+func TestIdle_ReadAndWriteIdleDueTogetherComeInOneLookReadFirst(t *testing.T) {
+	for _, pingInReadIdle := range []bool{false, true} {
+		var got []string
+		var c *fakeConn
+		mock, h, idler, loop := mockLoop(t, 50*time.Millisecond,
+			OnReadIdle(func(gnet.Conn) {
+				got = append(got, "read")
+				if pingInReadIdle {
+					c.idle.Write([]byte("ping"))
+				}
+			}),
+			OnWriteIdle(50*time.Millisecond, func(gnet.Conn) { got = append(got, "write") }))
+		c = loop.conn(idler)
+		mock.Add(50 * time.Millisecond)
+		h.Advance()
+		if len(loop.queued) != 1 {
+			t.Fatalf("ping=%v: both events due queued %d tasks, want 1", pingInReadIdle, len(loop.queued))
+		}
+		loop.runQueued()
+		want := []string{"read", "write"}
+		if pingInReadIdle {
+			want = want[:1]
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("ping=%v: events %v in the look, want %v", pingInReadIdle, got, want)
+		}
 	}
 }
