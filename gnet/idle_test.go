@@ -7,8 +7,8 @@ import (
 	"net"
 	"os"
 	"reflect"
-	"strconv"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
