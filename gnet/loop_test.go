@@ -150,8 +150,8 @@ func eventually(d time.Duration, cond func() bool) bool {
 	return true
 }
 
-// A run that a loop which has exited drops ends the arming that handed it
-// over, and no other: the timer, stopped and bound again to a live loop
+// A run that a loop which has shut down drops ends the arming that handed
+// it over, and no other: the timer, stopped and bound again to a live loop
 // (a pooled session reused on another engine) before the drop, keeps its
 // new arming, whether made by Wheel.InitOn or by AfterFunc.
 func TestLoop_ADroppedRunOfAnEarlierBindingLeavesTheNewArming(t *testing.T) {
@@ -167,16 +167,16 @@ func TestLoop_ADroppedRunOfAnEarlierBindingLeavesTheNewArming(t *testing.T) {
 		} else {
 			tm = w.AfterFunc(a, time.Millisecond, func() {})
 		}
-		a.exited = true // a's loop exits: its Execute drops the task
 		mock.Add(time.Millisecond)
-		h.Advance() // the run is on its way to a, and lost
+		h.Advance() // the run is on its way to a, which does not take it
 		if !tm.Stop() {
 			t.Fatalf("%s: Stop of a timer whose run is on its way returned false", kind)
 		}
 		ran := 0
 		w.InitOn(tm, b, func() { ran++ }) // bound again, to b
 		tm.Reset(100 * time.Millisecond)
-		a.shutdown = true // the re-check of a's drain finds the shutdown: a's runs are dropped
+		a.shutdown = true                              // a's engine is shut down
+		w.AfterFunc(&fakeLoop{}, time.Hour, func() {}) // a new loop: the sweep finds a's shutdown and drops its runs
 		settle(mock, h, b, 200*time.Millisecond)
 		if ran != 1 {
 			t.Fatalf("%s: the timer bound again to a live loop ran %d times in 200ms, want 1: "+
