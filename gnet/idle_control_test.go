@@ -126,7 +126,7 @@ func TestIdle_PauseCancelsAWriteIdleOnItsWayToTheLoop(t *testing.T) {
 	mock, h, idler, loop := mockLoop(t, time.Hour, OnWriteIdle(writeIdle, func(gnet.Conn) { calls++ }))
 	c := loop.conn(idler)
 	mock.Add(writeIdle)
-	h.Advance() // the write-idle timer fires: its callback is queued for the loop
+	h.Advance() // the bucket fires for the write-idle event: its scan is queued for the loop
 	if len(loop.queued) != 1 {
 		t.Fatalf("queued %d tasks, want the write-idle callback", len(loop.queued))
 	}

@@ -546,7 +546,7 @@ func TestIdle_ReInitAfterCloseIsNotTouchedByTheEarlierConnsQueuedClose(t *testin
 	old := &fakeConn{loop: loop, idle: x}
 	x.Init(idler, old)
 	mock.Add(life)
-	h.Advance() // the lifetime timer fires: its close is queued for the loop
+	h.Advance() // the bucket fires for the lifetime: its scan is queued for the loop
 	if len(loop.queued) != 1 {
 		t.Fatalf("queued %d tasks, want the lifetime close", len(loop.queued))
 	}

@@ -267,7 +267,7 @@ func (s *churnServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	if ss == nil {
 		ss = new(churnSession)
 	}
-	ss.opened = s.w.h.Now() // no later than the lifetime timer's arming
+	ss.opened = s.w.h.Now() // no later than the lifetime's mark
 	ss.idle.Init(s.idler, c)
 	var ctx context.Context
 	ctx, ss.cancel = context.WithCancel(context.Background())
