@@ -5,16 +5,18 @@
 // the clock, what is due when the conn's one timer fires, and when that
 // timer is to fire next.
 //
-// Both keep one Timer per conn and marks that data moved stores (no lock,
-// no timer touched); when the timer fires, the look asks [State.Due] what
-// is due, acts on it, and arms the timer again for [State.Next]. What they
-// do not share is whose the conn is: netidle's marks are atomics of a conn
-// used from any goroutine, its look runs on the goroutine that advances
-// the hierarchy under the conn's mutex; a gnet conn's marks are plain
-// fields of its event loop, and its timer's look hops onto that loop. So
-// the faults that live in the semantics (a clock that went back, an idle
-// of the largest Duration, Pause meeting the look) are fixed here once,
-// and pinned by this package's tests.
+// Both keep marks that data moved stores (no lock, no timer touched), and
+// a look, when a timer fires, that asks [State.Due] what is due, acts on
+// it, and files the conn for [State.Next]. What they do not share is whose
+// the conn is and where its timer is: netidle's marks are atomics of a
+// conn used from any goroutine, with one Timer per conn, and its look runs
+// on the goroutine that advances the hierarchy under the conn's mutex; a
+// gnet conn's marks are plain fields of its event loop, filed in the
+// loop's buckets (one timer per bucket, by measurement: see
+// docs/design.md), whose scan on the loop is the look. So the faults that
+// live in the semantics (a clock that went back, an idle of the largest
+// Duration, Pause meeting the look) are fixed here once, and pinned by
+// this package's tests.
 //
 // All instants are int64 nanoseconds since the hierarchy's origin
 // (Hierarchy.Elapsed readings); [Never] is "no deadline".
