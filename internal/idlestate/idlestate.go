@@ -2,8 +2,8 @@
 // package netidle and the gnet module (package gnetwheel) share: given a
 // conn's marks (the clock at the last data read and written), its idle,
 // its write idle and the end of its lifetime, whether it is paused, and
-// the clock, what is due when the conn's one timer fires, and when that
-// timer is to fire next.
+// the clock, what is due when a timer fires for the conn, and when it is
+// to fire next.
 //
 // Both keep marks that data moved stores (no lock, no timer touched), and
 // a look, when a timer fires, that asks [State.Due] what is due, acts on
