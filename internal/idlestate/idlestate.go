@@ -52,7 +52,7 @@ func End(now, lifetime int64) int64 {
 }
 
 // Moved returns a mark moved for data moved at now, a clock reading, and
-// whether the conn's timer must be armed again. A reading at or after the
+// whether the conn must be filed again (its timer armed again). A reading at or after the
 // mark is the new mark. One behind it (a mark is only ever a past
 // reading) means the clock went back (a clock.Mock set back): the count
 // starts again from the reading, as a Reset would, and since the conn's
@@ -98,7 +98,7 @@ func (s *State) WriteDeadline() int64 {
 	return SatAdd(s.Write, s.WriteIdle)
 }
 
-// Next is the deadline the conn's timer is armed for: the earliest of the
+// Next is the deadline the conn is filed for (its timer armed for): the earliest of the
 // lifetime's end and, unless the conn is paused, the idle close (or
 // read-idle event) and the write-idle event. Never means none: the timer
 // is stopped. As the marks only move later (but for the clock going back,
@@ -150,7 +150,7 @@ func (s *State) Due(j *Judge, from Event) Event {
 }
 
 // Judge is the instant a look judges deadlines at: the due instant of the
-// deadline the conn's timer fired for (Hierarchy.Due of it), as the
+// deadline the timer fired for (the conn's, or its bucket's) (Hierarchy.Due of it), as the
 // hierarchy judges its own timers, or the clock if that is earlier (it
 // went back since the firing, or the timer was armed again meanwhile). A
 // deadline due at a later tick, which the same Advance (or, on a gnet
