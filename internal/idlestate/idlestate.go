@@ -52,14 +52,14 @@ func End(now, lifetime int64) int64 {
 }
 
 // Moved returns a mark moved for data moved at now, a clock reading, and
-// whether the conn must be filed again (its timer armed again). A reading at or after the
-// mark is the new mark. One behind it (a mark is only ever a past
-// reading) means the clock went back (a clock.Mock set back): the count
-// starts again from the reading, as a Reset would, and since the conn's
-// deadline is then earlier than the one its timer was armed for, the
+// whether the conn must be filed again (its timer armed again). A reading
+// at or after the mark is the new mark. One behind it (a mark is only ever
+// a past reading) means the clock went back (a clock.Mock set back): the
+// count starts again from the reading, as a Reset would, and since the
+// conn's deadline is then earlier than the one its timer was armed for, the
 // timer is armed again. (A mark of netidle, raised by Reads on other
-// goroutines, may also be ahead because of a later Read: netidle reads
-// the clock again under its lock before it concludes the clock went back.)
+// goroutines, may also be ahead because of a later Read: netidle reads the
+// clock again under its lock before it concludes the clock went back.)
 func Moved(mark, now int64) (int64, bool) { return now, now < mark }
 
 // Marks are one conn's own: what moves when data moves or the conn is
@@ -98,11 +98,12 @@ func (s *State) WriteDeadline() int64 {
 	return SatAdd(s.Write, s.WriteIdle)
 }
 
-// Next is the deadline the conn is filed for (its timer armed for): the earliest of the
-// lifetime's end and, unless the conn is paused, the idle close (or
-// read-idle event) and the write-idle event. Never means none: the timer
-// is stopped. As the marks only move later (but for the clock going back,
-// see [Moved]), the timer is never later than the earliest deadline due.
+// Next is the deadline the conn is filed for (its timer armed for): the
+// earliest of the lifetime's end and, unless the conn is paused, the idle
+// close (or read-idle event) and the write-idle event. Never means none:
+// the timer is stopped. As the marks only move later (but for the clock
+// going back, see [Moved]), the timer is never later than the earliest
+// deadline due.
 func (s *State) Next() int64 {
 	next := s.End
 	if !s.Paused {
@@ -150,12 +151,12 @@ func (s *State) Due(j *Judge, from Event) Event {
 }
 
 // Judge is the instant a look judges deadlines at: the due instant of the
-// deadline the timer fired for (the conn's, or its bucket's) (Hierarchy.Due of it), as the
-// hierarchy judges its own timers, or the clock if that is earlier (it
-// went back since the firing, or the timer was armed again meanwhile). A
-// deadline due at a later tick, which the same Advance (or, on a gnet
-// loop, the hop's delay) reaches, is not due here: it waits for the timer
-// armed for it, and comes in order with the other timers.
+// deadline the timer fired for (the conn's, or its bucket's) (Hierarchy.Due
+// of it), as the hierarchy judges its own timers, or the clock if that is
+// earlier (it went back since the firing, or the timer was armed again
+// meanwhile). A deadline due at a later tick, which the same Advance (or,
+// on a gnet loop, the hop's delay) reaches, is not due here: it waits for
+// the timer armed for it, and comes in order with the other timers.
 type Judge struct {
 	Now   int64 // the clock's reading in the look
 	armed int64 // the deadline the timer was armed for
