@@ -23,8 +23,8 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/timingwheel/timingwheel"
 	"github.com/timingwheel/timingwheel/internal/demotest"
-	"github.com/timingwheel/timingwheel/internal/fakeclock"
 	"github.com/timingwheel/timingwheel/netidle"
+	"github.com/timingwheel/timingwheel/wheeltest"
 )
 
 // Each ```go block of README.md must appear verbatim in this file or, for
@@ -198,7 +198,7 @@ func serveIdle(h *timingwheel.Hierarchy, ln net.Listener, idle time.Duration, ha
 // closed, and once it falls silent its conn is closed at the idle time, not
 // before, and the server's Read returns the idle error.
 func TestServeIdle(t *testing.T) {
-	mock := fakeclock.New() // a clock moved by hand, without the real millisecond a clock.Mock sleeps per move
+	mock := wheeltest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) // moved by hand, without the real millisecond a clock.Mock sleeps per move
 	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
 	type result struct {
 		lines int
@@ -272,7 +272,7 @@ func ping(c net.Conn) {
 // server echoes each line, so its Read has re-armed the idle close before
 // the clock moves on) stays open until it is cut at a day.
 func TestIdleEvents(t *testing.T) {
-	mock := fakeclock.New() // a clock moved by hand, without the real millisecond a clock.Mock sleeps per move
+	mock := wheeltest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) // moved by hand, without the real millisecond a clock.Mock sleeps per move
 	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
 	ln := demotest.Listen(t)
 	wrapped := idleEvents(h, ln)
