@@ -20,7 +20,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/benbjohnson/clock"
 	"github.com/timingwheel/timingwheel"
 	"github.com/timingwheel/timingwheel/internal/demotest"
 	"github.com/timingwheel/timingwheel/netidle"
@@ -102,19 +101,16 @@ func TestServe(t *testing.T) {
 }
 
 func TestSessionsExpire(t *testing.T) {
-	mock := clock.NewMock()
-	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
+	clk := wheeltest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h, _ := timingwheel.New(timingwheel.WithClock(clk)) // no driver: the test drives
 	var expired []string
 	sessions := timingwheel.NewTimeouts(h, func(id string) { expired = append(expired, id) })
 	sessions.Add("alice", time.Minute)
 	sessions.Add("bob", time.Minute)
 
-	mock.Add(45 * time.Second)
+	wheeltest.AdvanceTo(h, clk, clk.Now().Add(45*time.Second))
 	sessions.Add("alice", time.Minute) // alice is active again
-	h.Advance()
-
-	mock.Add(30 * time.Second) // bob has been idle 75s, alice 30s
-	h.Advance()
+	wheeltest.AdvanceTo(h, clk, clk.Now().Add(30*time.Second))
 	if len(expired) != 1 || expired[0] != "bob" {
 		t.Fatalf("expired = %v, want [bob]", expired)
 	}
