@@ -7,11 +7,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/timingwheel/timingwheel"
 	"github.com/timingwheel/timingwheel/netidle"
+	"github.com/timingwheel/timingwheel/wheeltest"
 )
 
 func ExampleConn() {
@@ -79,13 +81,15 @@ func ExampleListener() {
 
 // A server pings a peer it has written nothing to for 15s, as WebSocket
 // and HTTP/2 servers do, and still closes it after a minute of silence.
-// The ping is written from the event with a short write deadline, so the
-// goroutine that advances the hierarchy never waits on a full socket.
+// The event only starts the ping's Write on a goroutine of its own, so
+// the goroutine that advances the hierarchy never waits on a full socket;
+// the WaitGroup lets the server wait for the pings being written.
 func ExampleOnWriteIdle() {
-	// A mock clock makes the example exact; in production leave out
-	// WithClock and call h.Start().
-	mock := clock.NewMock()
-	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	// A clock moved by hand makes the example exact; in production leave
+	// out WithClock and call h.Start().
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := wheeltest.NewClock(start)
+	h, _ := timingwheel.New(timingwheel.WithClock(clk))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(err)
@@ -101,38 +105,39 @@ func ExampleOnWriteIdle() {
 		panic(err)
 	}
 
-	pings := 0
+	var pings sync.WaitGroup // the pings being written
+	sent := 0
 	ping := func(c net.Conn) {
-		pings++ // events run one at a time
-		c.SetWriteDeadline(time.Now().Add(10 * time.Millisecond))
-		c.Write([]byte("ping\n")) // it counts as writing: the next ping is 15s from now
+		sent++ // events run one at a time
+		pings.Go(func() { c.Write([]byte("ping\n")) })
 	}
 	conn := netidle.Conn(h, accepted, time.Minute, netidle.OnWriteIdle(15*time.Second, ping))
 	defer conn.Close()
 	peer := bufio.NewReader(client)
+	advance := func(to time.Duration) {
+		wheeltest.AdvanceTo(h, clk, start.Add(to))
+		pings.Wait() // a ping counts as written once its Write ends
+	}
 
-	mock.Add(15 * time.Second)
-	h.Advance()
+	advance(15 * time.Second)
 	line, _ := peer.ReadString('\n')
 	fmt.Printf("15s: %s", line)
 
-	mock.Add(10 * time.Second)
+	advance(25 * time.Second)
 	fmt.Fprintln(conn, "news") // data: no ping needed until 15s from now
 	line, _ = peer.ReadString('\n')
 	fmt.Printf("25s: %s", line)
 
-	mock.Add(10 * time.Second)
-	h.Advance()
-	fmt.Println("35s: pings so far:", pings)
+	advance(39 * time.Second)
+	fmt.Println("39s: pings so far:", sent)
 
-	mock.Add(5 * time.Second)
-	h.Advance()
+	advance(40 * time.Second)
 	line, _ = peer.ReadString('\n')
 	fmt.Printf("40s: %s", line)
 	// Output:
 	// 15s: ping
 	// 25s: news
-	// 35s: pings so far: 1
+	// 39s: pings so far: 1
 	// 40s: ping
 }
 

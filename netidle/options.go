@@ -21,7 +21,7 @@ import (
 // Events are never early and at most a tick plus the driver's wake-up late,
 // like every timer of the hierarchy. Their functions run on the goroutine
 // that advances the hierarchy, one at a time for a conn, and must not block
-// it: see [OnWriteIdle] for how to write a ping without blocking. Each
+// it: see [OnWriteIdle] for how to send a ping without blocking. Each
 // function is given the conn Conn returned, so that a Write through it
 // counts as writing. Close, and Pause, cancel every event whose function
 // has not started; the hierarchy keeps no reference to a closed conn.
@@ -46,8 +46,8 @@ func (f optionFunc) apply(o *options) { f(o) }
 // with no data read, counted from the previous event. f may close the conn
 // (an idle close: Read and Write then return [ErrIdle], and [Control]'s
 // IdleDeadline the deadline of the event; a Close from another goroutine
-// while f runs is that idle close too), write to it (see [OnWriteIdle] for
-// how without blocking), or do nothing. IdleDeadline then reports when the
+// while f runs is that idle close too), hand a write to another goroutine
+// (see [OnWriteIdle]: f must not block), or do nothing. IdleDeadline then reports when the
 // next event is due. OnReadIdle panics if f is nil.
 func OnReadIdle(f func(c net.Conn)) Option {
 	if f == nil {
@@ -66,18 +66,31 @@ func OnReadIdle(f func(c net.Conn)) Option {
 //
 // f runs on the goroutine that advances the hierarchy, which fires every
 // other timer too, so it must not block; a Write to a peer whose buffers
-// are full does. A ping is sent without blocking in one of two ways:
+// are full does. Not even a Write under a short write deadline will do:
+// each peer that reads nothing would hold up every other timer for its
+// deadline, one after the other (a thousand such peers, 10 ms each: every
+// other conn's close 10 s late). So f only hands the ping over, in one of
+// two ways.
 //
-//   - with a write deadline: c.SetWriteDeadline(time.Now().Add(10 *
-//     time.Millisecond)) and then c.Write(ping). A socket with room for
-//     the ping takes it at once, and a peer that reads nothing costs the
-//     deadline at most. It also sets the deadline of the conn's other
-//     writes, so it suits a conn whose other writers set their own
-//     deadlines before each Write, or use none;
-//   - by handing the write to the conn's own writer goroutine, when it has
-//     one: a send on a buffered channel that the writer selects on, with a
-//     default case so that a busy writer drops the ping rather than
-//     blocking f (it is writing already, so no ping is needed).
+// A conn with no writer goroutine of its own gets one for the ping:
+//
+//	var pings sync.WaitGroup // the pings being written, for a server (or a test) to wait for
+//	ping := func(c net.Conn) { pings.Go(func() { c.Write(msg) }) }
+//
+// While that Write waits on a peer that reads nothing, a Write is in
+// progress, so the conn is not write idle and no second ping starts: a
+// stuck peer holds one goroutine, until it reads or the conn is closed
+// (its idle close, or [MaxLifetime]). Such a ping may come between two
+// Writes of other goroutines, never inside one (net's and crypto/tls's
+// conns do not interleave Writes); a protocol whose messages take several
+// Writes hands the ping to the code that writes them.
+//
+// A conn with a writer goroutine gets the ping there: f sends on a
+// buffered channel of one slot that the writer selects on, with a default
+// case, so that f never waits (a ping queued already is enough).
+//
+// Either way the ping is written some time after f returns; it counts as
+// written when its Write ends.
 //
 // OnWriteIdle panics if d <= 0 or f is nil.
 func OnWriteIdle(d time.Duration, f func(c net.Conn)) Option {
