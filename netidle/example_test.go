@@ -222,6 +222,46 @@ func ExampleMaxLifetime() {
 	// 60m: closed, a timeout: true
 }
 
+// A server caps its conns at about an hour: each conn's lifetime is drawn
+// between 54 and 66 minutes, so clients that all connected after a
+// restart do not all reconnect at once an hour later.
+func ExampleMaxLifetimeJitter() {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := wheeltest.NewClock(start)
+	h, _ := timingwheel.New(timingwheel.WithClock(clk))
+	p := netidle.NewPolicy(h, 2*time.Hour,
+		netidle.MaxLifetime(time.Hour),
+		netidle.MaxLifetimeJitter(0.1)) // ±10%, as gRPC's MaxConnectionAge
+
+	var conns []net.Conn
+	for range 3 { // accepted together
+		server, client := net.Pipe()
+		defer client.Close()
+		conns = append(conns, p.Conn(server))
+	}
+	closed := func(c net.Conn) bool {
+		c.SetReadDeadline(time.Now()) // passed already: an open conn's Read does not wait
+		_, err := c.Read(make([]byte, 1))
+		return errors.Is(err, netidle.ErrLifetime)
+	}
+	wheeltest.AdvanceTo(h, clk, start.Add(54*time.Minute-time.Nanosecond))
+	for i, c := range conns {
+		fmt.Printf("54m: conn %d closed: %v\n", i, closed(c))
+	}
+	wheeltest.AdvanceTo(h, clk, start.Add(66*time.Minute))
+	for i, c := range conns {
+		end := c.(netidle.Control).IdleDeadline().Sub(start) // the end drawn for it
+		fmt.Printf("66m: conn %d closed: %v, at 54m to 66m: %v\n", i, closed(c), end >= 54*time.Minute && end <= 66*time.Minute)
+	}
+	// Output:
+	// 54m: conn 0 closed: false
+	// 54m: conn 1 closed: false
+	// 54m: conn 2 closed: false
+	// 66m: conn 0 closed: true, at 54m to 66m: true
+	// 66m: conn 1 closed: true, at 54m to 66m: true
+	// 66m: conn 2 closed: true, at 54m to 66m: true
+}
+
 // One policy for a server's conns, wrapped one by one after a handshake:
 // the options are checked once and shared, and each conn's idle can change
 // afterwards (longer once its client has authenticated).

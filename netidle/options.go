@@ -2,6 +2,7 @@ package netidle
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"time"
 )
@@ -14,7 +15,8 @@ import (
 //     conn has read nothing for idle;
 //   - [OnWriteIdle] calls one each time nothing has been written for a
 //     while: the moment to send a heartbeat (a ping) to the peer;
-//   - [MaxLifetime] closes the conn at an age, whatever its traffic;
+//   - [MaxLifetime] closes the conn at an age, whatever its traffic, and
+//     [MaxLifetimeJitter] spreads that age among conns;
 //   - [AllIdle] makes data written count as well as data read, for the
 //     idle close or OnReadIdle's event.
 //
@@ -115,6 +117,45 @@ func MaxLifetime(d time.Duration) Option {
 		panic(fmt.Sprintf("netidle: MaxLifetime called with %v; the duration must be positive", d))
 	}
 	return optionFunc(func(o *options) { o.lifetime = int64(d) })
+}
+
+// MaxLifetimeJitter spreads the lifetimes [MaxLifetime](d) gives, so that
+// conns accepted together (clients reconnecting at once after a restart)
+// do not reach their end, and reconnect, together again: each conn's
+// lifetime is drawn when it is wrapped, uniformly between d−s and d+s,
+// where s is f·d (to the nanosecond, rounded down): never less than
+// d·(1−f), never more than d·(1+f). gRPC's keepalive.MaxConnectionAge adds such a
+// ±10 % jitter for that reason; MaxLifetimeJitter(0.1) is the same spread.
+// MaxLifetime without it stays exact, and so does f = 0.
+//
+// The draw takes math/rand/v2's global source, once per conn: a test that
+// needs exact lifetimes leaves the option out, and one of the spread
+// checks that each lifetime lies within the bounds above. The conn's
+// IdleDeadline after its lifetime close is the end drawn for it.
+//
+// MaxLifetimeJitter panics if f is not at least 0 and below 1 (NaN
+// included). [Conn], [Listener] and [NewPolicy] panic if it is given with
+// f > 0 and without MaxLifetime.
+func MaxLifetimeJitter(f float64) Option {
+	if !(f >= 0 && f < 1) {
+		panic(fmt.Sprintf("netidle: MaxLifetimeJitter called with %v; it must be at least 0 and below 1", f))
+	}
+	return optionFunc(func(o *options) { o.jitter = f })
+}
+
+// jitterDraw is the draw of MaxLifetimeJitter: uniform in [0, 1). A
+// variable only so that the package's tests can pin its edges.
+var jitterDraw = rand.Float64
+
+// drawLifetime returns the lifetime (ns) of a conn wrapped now: lifetime,
+// spread by jitter; 0 without MaxLifetime.
+func (o *options) drawLifetime() int64 {
+	if o.jitter == 0 || o.lifetime == 0 {
+		return o.lifetime
+	}
+	s := min(int64(float64(o.lifetime)*o.jitter), o.lifetime-1) // s < lifetime: the lifetime stays positive
+	a := min(int64(jitterDraw()*float64(s)), s)                 // [0, s]; twice a: [0, 2s]
+	return satAdd(satAdd(o.lifetime-s, a), a)
 }
 
 // AllIdle makes the idle close (or [OnReadIdle]'s event) come once idle
