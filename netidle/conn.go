@@ -189,7 +189,7 @@ func wrap(h *timingwheel.Hierarchy, c net.Conn, idle int64, o *options) net.Conn
 	now := ic.now()
 	ic.rd.Store(now)
 	ic.wr.Store(now)
-	ic.end = idlestate.End(now, o.lifetime)
+	ic.end = idlestate.End(now, o.drawLifetime())
 	ic.mu.Lock()
 	ic.armLocked()
 	ic.mu.Unlock()

@@ -7,11 +7,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/timingwheel/timingwheel"
 	"github.com/timingwheel/timingwheel/netidle"
+	"github.com/timingwheel/timingwheel/wheeltest"
 )
 
 func ExampleConn() {
@@ -79,13 +81,15 @@ func ExampleListener() {
 
 // A server pings a peer it has written nothing to for 15s, as WebSocket
 // and HTTP/2 servers do, and still closes it after a minute of silence.
-// The ping is written from the event with a short write deadline, so the
-// goroutine that advances the hierarchy never waits on a full socket.
+// The event only starts the ping's Write on a goroutine of its own, so
+// the goroutine that advances the hierarchy never waits on a full socket;
+// the WaitGroup lets the server wait for the pings being written.
 func ExampleOnWriteIdle() {
-	// A mock clock makes the example exact; in production leave out
-	// WithClock and call h.Start().
-	mock := clock.NewMock()
-	h, _ := timingwheel.New(timingwheel.WithClock(mock))
+	// A clock moved by hand makes the example exact; in production leave
+	// out WithClock and call h.Start().
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := wheeltest.NewClock(start)
+	h, _ := timingwheel.New(timingwheel.WithClock(clk))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(err)
@@ -101,38 +105,39 @@ func ExampleOnWriteIdle() {
 		panic(err)
 	}
 
-	pings := 0
+	var pings sync.WaitGroup // the pings being written
+	sent := 0
 	ping := func(c net.Conn) {
-		pings++ // events run one at a time
-		c.SetWriteDeadline(time.Now().Add(10 * time.Millisecond))
-		c.Write([]byte("ping\n")) // it counts as writing: the next ping is 15s from now
+		sent++ // events run one at a time
+		pings.Go(func() { c.Write([]byte("ping\n")) })
 	}
 	conn := netidle.Conn(h, accepted, time.Minute, netidle.OnWriteIdle(15*time.Second, ping))
 	defer conn.Close()
 	peer := bufio.NewReader(client)
+	advance := func(to time.Duration) {
+		wheeltest.AdvanceTo(h, clk, start.Add(to))
+		pings.Wait() // a ping counts as written once its Write ends
+	}
 
-	mock.Add(15 * time.Second)
-	h.Advance()
+	advance(15 * time.Second)
 	line, _ := peer.ReadString('\n')
 	fmt.Printf("15s: %s", line)
 
-	mock.Add(10 * time.Second)
+	advance(25 * time.Second)
 	fmt.Fprintln(conn, "news") // data: no ping needed until 15s from now
 	line, _ = peer.ReadString('\n')
 	fmt.Printf("25s: %s", line)
 
-	mock.Add(10 * time.Second)
-	h.Advance()
-	fmt.Println("35s: pings so far:", pings)
+	advance(39 * time.Second)
+	fmt.Println("39s: pings so far:", sent)
 
-	mock.Add(5 * time.Second)
-	h.Advance()
+	advance(40 * time.Second)
 	line, _ = peer.ReadString('\n')
 	fmt.Printf("40s: %s", line)
 	// Output:
 	// 15s: ping
 	// 25s: news
-	// 35s: pings so far: 1
+	// 39s: pings so far: 1
 	// 40s: ping
 }
 
@@ -215,6 +220,46 @@ func ExampleMaxLifetime() {
 	// 20m: busy
 	// 40m: busy
 	// 60m: closed, a timeout: true
+}
+
+// A server caps its conns at about an hour: each conn's lifetime is drawn
+// between 54 and 66 minutes, so clients that all connected after a
+// restart do not all reconnect at once an hour later.
+func ExampleMaxLifetimeJitter() {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := wheeltest.NewClock(start)
+	h, _ := timingwheel.New(timingwheel.WithClock(clk))
+	p := netidle.NewPolicy(h, 2*time.Hour,
+		netidle.MaxLifetime(time.Hour),
+		netidle.MaxLifetimeJitter(0.1)) // ±10%, as gRPC's MaxConnectionAge
+
+	var conns []net.Conn
+	for range 3 { // accepted together
+		server, client := net.Pipe()
+		defer client.Close()
+		conns = append(conns, p.Conn(server))
+	}
+	closed := func(c net.Conn) bool {
+		c.SetReadDeadline(time.Now()) // passed already: an open conn's Read does not wait
+		_, err := c.Read(make([]byte, 1))
+		return errors.Is(err, netidle.ErrLifetime)
+	}
+	wheeltest.AdvanceTo(h, clk, start.Add(54*time.Minute-time.Nanosecond))
+	for i, c := range conns {
+		fmt.Printf("54m: conn %d closed: %v\n", i, closed(c))
+	}
+	wheeltest.AdvanceTo(h, clk, start.Add(66*time.Minute))
+	for i, c := range conns {
+		end := c.(netidle.Control).IdleDeadline().Sub(start) // the end drawn for it
+		fmt.Printf("66m: conn %d closed: %v, at 54m to 66m: %v\n", i, closed(c), end >= 54*time.Minute && end <= 66*time.Minute)
+	}
+	// Output:
+	// 54m: conn 0 closed: false
+	// 54m: conn 1 closed: false
+	// 54m: conn 2 closed: false
+	// 66m: conn 0 closed: true, at 54m to 66m: true
+	// 66m: conn 1 closed: true, at 54m to 66m: true
+	// 66m: conn 2 closed: true, at 54m to 66m: true
 }
 
 // One policy for a server's conns, wrapped one by one after a handshake:

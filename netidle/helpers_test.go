@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/timingwheel/timingwheel"
-	"github.com/timingwheel/timingwheel/internal/fakeclock"
 	"github.com/timingwheel/timingwheel/internal/watch"
+	"github.com/timingwheel/timingwheel/wheeltest"
 )
 
 // The helpers of netidle's tests: watchdogs that name what hung, clocks,
@@ -52,10 +52,12 @@ func advanceWithin(t *testing.T, h *timingwheel.Hierarchy, what string) int {
 }
 
 // newFakeClock returns a manual clock safe for concurrent use, reading
-// 2026-01-01 00:00 UTC (internal/fakeclock, shared with the root package's
-// tests and the demos'): unlike clock.Mock, moving it does not sleep, so
-// tests can take millions of steps.
-var newFakeClock = fakeclock.New
+// 2026-01-01 00:00 UTC (wheeltest's, which users have too): unlike
+// clock.Mock, moving it does not sleep, so tests can take millions of
+// steps.
+func newFakeClock() *wheeltest.Clock {
+	return wheeltest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+}
 
 // advanceBy moves mock by d and runs h.Advance under mustReturn.
 func advanceBy(t *testing.T, h *timingwheel.Hierarchy, mock interface{ Add(time.Duration) }, d time.Duration, what string) int {

@@ -35,7 +35,8 @@ type options struct {
 	lifetime  int64 // ns; 0: no lifetime
 	onRead    func(net.Conn)
 	onWrite   func(net.Conn)
-	allIdle   bool // a Write with data counts for the idle close too
+	allIdle   bool    // a Write with data counts for the idle close too
+	jitter    float64 // MaxLifetimeJitter's f; 0: the lifetime is exact
 }
 
 // NewPolicy returns the policy of conns closed once idle has passed with no
@@ -63,6 +64,9 @@ func (o *options) apply(function string, opts []Option) {
 			panic(fmt.Sprintf("netidle: %s called with a nil Option (option %d)", function, i))
 		}
 		opt.apply(o)
+	}
+	if o.jitter > 0 && o.lifetime == 0 {
+		panic(fmt.Sprintf("netidle: %s called with MaxLifetimeJitter(%v) but without MaxLifetime: there is no lifetime to spread", function, o.jitter))
 	}
 }
 

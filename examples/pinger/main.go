@@ -14,9 +14,11 @@
 //
 // With -mode wheel every accepted conn is wrapped by
 // [netidle.Conn] with [netidle.OnWriteIdle]: the
-// hierarchy's driver writes the ping (under a short write deadline, so it
-// never waits on a full socket) and closes the idle conns; the server has
-// one reader goroutine per conn and no writer. With -mode ticker the same
+// hierarchy's driver closes the idle conns and decides the pings, and hands
+// each ping's Write to a goroutine started for it, so that it never waits
+// on a full socket (a peer that reads nothing would hold up every other
+// conn's ping and close); the server has one reader goroutine per conn and
+// no writer. With -mode ticker the same
 // server is built the usual way (gorilla/websocket's chat example): a
 // writer goroutine per conn selects on its message queue and on a
 // time.Ticker for the ping (restarted after every write, so that it pings

@@ -21,13 +21,13 @@ import (
 
 // The ways the server keeps its pings and idle closes (-mode).
 const (
-	modeWheel  = "wheel"  // netidle.Conn with OnWriteIdle: the wheel pings and closes, no goroutine of its own
+	modeWheel  = "wheel"  // netidle.Conn with OnWriteIdle: the wheel closes, and pings through a goroutine that lives for the ping's Write
 	modeTicker = "ticker" // a writer goroutine per conn with a time.Ticker, and SetReadDeadline before every Read
 	modeBoth   = "both"   // each in a process of its own, then compared
 )
 
 var modeHow = map[string]string{
-	modeWheel:  "netidle.Conn + OnWriteIdle: the timing wheel pings and closes",
+	modeWheel:  "netidle.Conn + OnWriteIdle: the timing wheel pings (a goroutine per ping's Write) and closes",
 	modeTicker: "a writer goroutine with a time.Ticker per conn, SetReadDeadline before every Read",
 }
 
@@ -248,6 +248,7 @@ type server struct {
 	h    *timingwheel.Hierarchy // wheel mode
 
 	pings, msgs atomic.Int64
+	pingWrites  sync.WaitGroup // wheel mode: the pings being written
 	mu          sync.Mutex
 	pingLate    []time.Duration
 	pingEarly   int
@@ -274,8 +275,16 @@ func (s *server) write(sc *sconn, line []byte) {
 	sc.c.Write(line)
 }
 
-// ping sends a ping, first recording how long the conn had been written
-// nothing: never less than Ping, unless an event was early.
+// ping records a ping (see notePing) and writes it. Ticker mode's writer
+// calls it; wheel mode's event calls notePing and hands the write to a
+// goroutine (see accept).
+func (s *server) ping(sc *sconn) {
+	s.notePing(sc)
+	s.write(sc, pingLine)
+}
+
+// notePing records how long the conn had been written nothing when a ping
+// was decided: never less than Ping, unless an event was early.
 //
 // The wheel decides to ping a moment before it calls ping, when no Write
 // is in progress, and a message Write may begin and end in between (the
@@ -289,7 +298,7 @@ func (s *server) write(sc *sconn, line []byte) {
 // it follows, rather than where s.write begins: a message goroutine that
 // waited for a CPU between that and the wheel's Write would have made a
 // Write the wheel did not know of look older than the ping's decision.
-func (s *server) ping(sc *sconn) {
+func (s *server) notePing(sc *sconn) {
 	now := s.since()
 	if last, ok := sc.tap.lastWriteBefore(now - int64(s.pingWindow())); ok {
 		gap := time.Duration(now - last)
@@ -301,7 +310,6 @@ func (s *server) ping(sc *sconn) {
 		s.mu.Unlock()
 	}
 	s.pings.Add(1)
-	s.write(sc, pingLine)
 }
 
 func (s *server) accept(ln net.Listener) {
@@ -316,7 +324,14 @@ func (s *server) accept(ln net.Listener) {
 		if s.h != nil {
 			// The idle close and the ping in one wrapper; f is the
 			// conn's own, so it finds the conn's state without a lookup.
-			sc.c = netidle.Conn(s.h, t, s.cfg.Timeout, netidle.OnWriteIdle(s.cfg.Ping, func(net.Conn) { s.ping(sc) }))
+			// f runs on the wheel's driver and must not block: it hands
+			// the ping's Write to a goroutine, which lives until the Write
+			// ends (while it waits on a peer that reads nothing, the conn
+			// is not write idle, so no second ping starts).
+			sc.c = netidle.Conn(s.h, t, s.cfg.Timeout, netidle.OnWriteIdle(s.cfg.Ping, func(net.Conn) {
+				s.notePing(sc)
+				s.pingWrites.Go(func() { s.write(sc, pingLine) })
+			}))
 		} else {
 			sc.send, sc.quit = make(chan struct{}, 1), make(chan struct{})
 			s.wg.Go(func() { s.writer(sc) })
@@ -551,6 +566,10 @@ func run(cfg config) (*report, error) {
 			sc.c.Close()
 		}
 		s.mu.Unlock()
+		if s.h != nil {
+			s.h.Stop() // no event runs any more, so no ping starts
+		}
+		s.pingWrites.Wait()
 		s.wg.Wait()
 	})
 	defer teardown()

@@ -20,11 +20,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/benbjohnson/clock"
 	"github.com/timingwheel/timingwheel"
 	"github.com/timingwheel/timingwheel/internal/demotest"
-	"github.com/timingwheel/timingwheel/internal/fakeclock"
 	"github.com/timingwheel/timingwheel/netidle"
+	"github.com/timingwheel/timingwheel/wheeltest"
 )
 
 // Each ```go block of README.md must appear verbatim in this file or, for
@@ -102,19 +101,16 @@ func TestServe(t *testing.T) {
 }
 
 func TestSessionsExpire(t *testing.T) {
-	mock := clock.NewMock()
-	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
+	clk := wheeltest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h, _ := timingwheel.New(timingwheel.WithClock(clk)) // no driver: the test drives
 	var expired []string
 	sessions := timingwheel.NewTimeouts(h, func(id string) { expired = append(expired, id) })
 	sessions.Add("alice", time.Minute)
 	sessions.Add("bob", time.Minute)
 
-	mock.Add(45 * time.Second)
+	wheeltest.AdvanceTo(h, clk, clk.Now().Add(45*time.Second))
 	sessions.Add("alice", time.Minute) // alice is active again
-	h.Advance()
-
-	mock.Add(30 * time.Second) // bob has been idle 75s, alice 30s
-	h.Advance()
+	wheeltest.AdvanceTo(h, clk, clk.Now().Add(30*time.Second))
 	if len(expired) != 1 || expired[0] != "bob" {
 		t.Fatalf("expired = %v, want [bob]", expired)
 	}
@@ -198,7 +194,7 @@ func serveIdle(h *timingwheel.Hierarchy, ln net.Listener, idle time.Duration, ha
 // closed, and once it falls silent its conn is closed at the idle time, not
 // before, and the server's Read returns the idle error.
 func TestServeIdle(t *testing.T) {
-	mock := fakeclock.New() // a clock moved by hand, without the real millisecond a clock.Mock sleeps per move
+	mock := wheeltest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) // moved by hand, without the real millisecond a clock.Mock sleeps per move
 	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
 	type result struct {
 		lines int
@@ -251,19 +247,14 @@ func TestServeIdle(t *testing.T) {
 }
 
 // idleEvents closes a conn after a minute with nothing read, pings a peer
-// written nothing for 15s, and cuts every conn at a day.
-func idleEvents(h *timingwheel.Hierarchy, ln net.Listener) net.Listener {
+// written nothing for 15s, and cuts every conn at a day. The ping's Write
+// runs on a goroutine of pings: the driver never waits on a full socket,
+// and while the Write waits on a peer that reads nothing, no other starts.
+func idleEvents(h *timingwheel.Hierarchy, ln net.Listener, pings *sync.WaitGroup) net.Listener {
+	ping := func(c net.Conn) { pings.Go(func() { c.Write([]byte("ping\n")) }) }
 	return netidle.Listener(h, ln, time.Minute,
 		netidle.OnWriteIdle(15*time.Second, ping),
 		netidle.MaxLifetime(24*time.Hour))
-}
-
-func ping(c net.Conn) {
-	// Runs on the hierarchy's driver goroutine: it must not block. A socket
-	// with room takes the ping at once; a peer that reads nothing costs the
-	// deadline at most.
-	c.SetWriteDeadline(time.Now().Add(10 * time.Millisecond))
-	c.Write([]byte("ping\n"))
 }
 
 // TestIdleEvents runs idleEvents on a clock advanced by hand, over real
@@ -272,10 +263,11 @@ func ping(c net.Conn) {
 // server echoes each line, so its Read has re-armed the idle close before
 // the clock moves on) stays open until it is cut at a day.
 func TestIdleEvents(t *testing.T) {
-	mock := fakeclock.New() // a clock moved by hand, without the real millisecond a clock.Mock sleeps per move
+	mock := wheeltest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) // moved by hand, without the real millisecond a clock.Mock sleeps per move
 	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
 	ln := demotest.Listen(t)
-	wrapped := idleEvents(h, ln)
+	var pings sync.WaitGroup
+	wrapped := idleEvents(h, ln, &pings)
 	defer wrapped.Close()
 	dial := func() (client net.Conn, lines *bufio.Reader, server net.Conn) {
 		t.Helper()
@@ -288,8 +280,6 @@ func TestIdleEvents(t *testing.T) {
 	go func() { // echo, line by line
 		lines := bufio.NewScanner(talkerServer)
 		for lines.Scan() {
-			// Set its own write deadline: ping's is 10ms, for every write.
-			talkerServer.SetWriteDeadline(time.Now().Add(10 * time.Second))
 			if _, err := fmt.Fprintln(talkerServer, lines.Text()); err != nil {
 				return
 			}
@@ -331,6 +321,7 @@ func TestIdleEvents(t *testing.T) {
 	advance := func(d time.Duration) {
 		mock.Add(d)
 		h.Advance()
+		pings.Wait() // a ping counts as written when its Write ends
 	}
 
 	for at := 15 * time.Second; at < time.Minute; at += 15 * time.Second {

@@ -2,12 +2,13 @@ package main
 
 import (
 	"net"
+	"slices"
 	"testing"
 	"time"
 
-	"github.com/benbjohnson/clock"
 	"github.com/timingwheel/timingwheel"
 	"github.com/timingwheel/timingwheel/internal/demotest"
+	"github.com/timingwheel/timingwheel/wheeltest"
 )
 
 // TestRun transfers a few hundred packets through a lossy receiver and
@@ -61,10 +62,11 @@ func TestRun(t *testing.T) {
 	}
 }
 
-// newTestSender returns a sender whose timers run on a hierarchy with a mock
-// clock, advanced by the test, and whose datagrams go to a UDP socket that
-// nobody reads.
-func newTestSender(t *testing.T) (*sender, *clock.Mock) {
+// newTestSender returns a sender whose timers run on a hierarchy with a
+// clock moved by hand (wheeltest.Clock: a move costs no real time, where a
+// clock.Mock's sleeps 1 ms), advanced by the test, and whose datagrams go to
+// a UDP socket that nobody reads.
+func newTestSender(t *testing.T) (*sender, *wheeltest.Clock) {
 	t.Helper()
 	sink, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -76,7 +78,7 @@ func newTestSender(t *testing.T) (*sender, *clock.Mock) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	mock := clock.NewMock()
+	mock := wheeltest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := demotest.NewHierarchy(t, timingwheel.WithClock(mock))
 	s := &sender{
 		conn: conn, h: h, size: 100, window: 8,
@@ -91,26 +93,27 @@ func newTestSender(t *testing.T) (*sender, *clock.Mock) {
 // TestSenderAllocs checks that the timers cost no allocation per packet once
 // the records exist: sending, acking and retransmitting reuse them.
 func TestSenderAllocs(t *testing.T) {
-	const runs = 200 // each retransmission moves the mock clock, which sleeps 1ms
+	const runs = 2000 // each retransmission moves the clock: at once (a clock.Mock would sleep 2 s in all)
 	s, mock := newTestSender(t)
 	seq := uint64(0)
 	sendAck := func() {
 		s.mu.Lock()
 		s.sendLocked(seq)
-		s.ackLocked(seq, time.Now())
+		s.ackLocked(seq, s.h.Now())
 		s.mu.Unlock()
 		seq++
 	}
 	retransmitAck := func() {
 		s.mu.Lock()
 		s.sendLocked(seq)
+		deadline := s.inflight[seq].rto.Deadline()
 		s.mu.Unlock()
-		mock.Add(time.Second) // the RTO's ceiling: the timer fires, resends and re-arms
-		if ran := s.h.Advance(); ran != 1 {
+		// To the packet's RTO: the timer fires, resends and re-arms.
+		if ran := wheeltest.AdvanceTo(s.h, mock, deadline); ran != 1 {
 			t.Fatalf("packet %d: Advance ran %d callbacks, want its retransmit timer", seq, ran)
 		}
 		s.mu.Lock()
-		s.ackLocked(seq, time.Now())
+		s.ackLocked(seq, s.h.Now())
 		s.mu.Unlock()
 		seq++
 	}
@@ -154,7 +157,7 @@ func TestSenderAckDuringCallback(t *testing.T) {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	s.ackLocked(0, time.Now())
+	s.ackLocked(0, s.h.Now())
 	if s.free != nil {
 		t.Error("the ack freed the record while its callback was running")
 	}
@@ -176,6 +179,49 @@ func TestSenderAckDuringCallback(t *testing.T) {
 	s.sendLocked(1)
 	if s.inflight[1] != p || s.records != 1 {
 		t.Errorf("packet 1 got a new record (%d made), want the freed one reused", s.records)
+	}
+}
+
+// TestSenderBacksOffTick by tick walks an unacked packet's timer with
+// wheeltest.AdvanceTo, as the driver would: before any RTT sample the RTO
+// is 1s, and each retransmission re-arms the timer, from its own callback,
+// for twice as long: resent at 1s, 3s, 7s and 15s, each on its tick, not
+// late. An ack then stops the timer, and the RTT it measures is exact.
+func TestSenderBacksOffTickByTick(t *testing.T) {
+	s, clk := newTestSender(t)
+	s.est.max = time.Minute
+	start := clk.Now()
+	s.mu.Lock()
+	s.sendLocked(0)
+	p := s.inflight[0]
+	s.mu.Unlock()
+	var at []time.Duration
+	for _, d := range []time.Duration{time.Second, 3 * time.Second, 7 * time.Second, 15 * time.Second} {
+		// The clock stops just before each resend, then at it.
+		if ran := wheeltest.AdvanceTo(s.h, clk, start.Add(d-time.Millisecond)); ran != 0 {
+			t.Fatalf("%d callbacks ran before %v, want none", ran, d)
+		}
+		if ran := wheeltest.AdvanceTo(s.h, clk, start.Add(d)); ran != 1 {
+			t.Fatalf("%d callbacks ran at %v, want the retransmission", ran, d)
+		}
+		s.mu.Lock()
+		at = append(at, p.sentAt.Sub(start))
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if want := []time.Duration{time.Second, 3 * time.Second, 7 * time.Second, 15 * time.Second}; !slices.Equal(at, want) {
+		t.Errorf("resent at %v, want %v", at, want)
+	}
+	if s.retransmits != 4 || s.sent != 5 || p.retx != 4 || slices.ContainsFunc(s.late, func(d time.Duration) bool { return d != 0 }) {
+		t.Errorf("%d retransmits, %d sent, retx %d, lateness %v; want 4, 5, 4, all 0", s.retransmits, s.sent, p.retx, s.late)
+	}
+	if d := p.rto.Deadline().Sub(start); d != 31*time.Second {
+		t.Errorf("the timer is armed for %v, want 31s (15s + 16s)", d)
+	}
+	s.ackLocked(0, s.h.Now())
+	if s.h.Len() != 0 || s.free != p {
+		t.Errorf("after the ack: %d timers armed, record freed %v; want 0, true", s.h.Len(), s.free == p)
 	}
 }
 

@@ -183,7 +183,7 @@ func (s *sender) sendLocked(seq uint64) {
 
 // transmitLocked sends p. s.mu must be held.
 func (s *sender) transmitLocked(p *packet) {
-	p.sentAt = time.Now()
+	p.sentAt = s.h.Now() // the hierarchy's clock, so a test moving it by hand sees exact RTTs
 	s.sent++
 	if _, err := s.conn.Write(p.dgram); err != nil && s.err == nil {
 		s.err = err
@@ -193,7 +193,7 @@ func (s *sender) transmitLocked(p *packet) {
 // expired is p's retransmission timer. It runs on the hierarchy's driver
 // goroutine, resends p, and re-arms its own timer with the backed-off RTO.
 func (s *sender) expired(p *packet) {
-	now := time.Now()
+	now := s.h.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p.acked {
@@ -231,7 +231,7 @@ func (s *sender) readAcks() {
 		if err != nil || n != headerSize || buf[0] != 'A' {
 			continue // e.g. an ICMP error reported on the socket
 		}
-		now := time.Now()
+		now := s.h.Now()
 		seq := binary.BigEndian.Uint64(buf[1:])
 		s.mu.Lock()
 		s.ackLocked(seq, now)

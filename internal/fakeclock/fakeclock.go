@@ -1,7 +1,9 @@
-// Package fakeclock holds a clock moved by hand for the module's tests:
-// the root package's, netidle's and the demos' under examples/ each used a
-// copy of it. It imports nothing of the library, so the root package's own
-// tests can use it.
+// Package fakeclock holds a clock moved by hand for the root package's own
+// tests. It is package wheeltest's Clock for a package that wheeltest
+// cannot serve: wheeltest imports the root package, so the root package's
+// internal tests (package timingwheel) cannot import it; fakeclock imports
+// nothing of the library. Every other test in the module (netidle's, the
+// examples') uses wheeltest, as users do.
 package fakeclock
 
 import (
