@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/benbjohnson/clock v1.3.5
-	github.com/timingwheel/timingwheel v0.0.0
+	github.com/timingwheel/timingwheel v0.1.0
 	github.com/zeromicro/go-zero v1.10.3
 	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da
 	gonum.org/v1/plot v0.17.0
@@ -30,5 +30,3 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 )
-
-replace github.com/timingwheel/timingwheel => ../

@@ -2,10 +2,8 @@ module github.com/timingwheel/timingwheel/conformance
 
 go 1.26.0
 
-replace github.com/timingwheel/timingwheel => ../
-
 require (
-	github.com/timingwheel/timingwheel v0.0.0-00010101000000-000000000000
+	github.com/timingwheel/timingwheel v0.1.0
 	golang.org/x/net v0.62.0
 )
 

@@ -2,12 +2,10 @@ module github.com/timingwheel/timingwheel/gnet
 
 go 1.25.0
 
-replace github.com/timingwheel/timingwheel => ../
-
 require (
 	github.com/benbjohnson/clock v1.3.5
 	github.com/panjf2000/gnet/v2 v2.9.7
-	github.com/timingwheel/timingwheel v0.0.0-00010101000000-000000000000
+	github.com/timingwheel/timingwheel v0.1.0
 	golang.org/x/sys v0.30.0
 )
 

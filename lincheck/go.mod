@@ -5,7 +5,5 @@ go 1.25.0
 require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/benbjohnson/clock v1.3.5
-	github.com/timingwheel/timingwheel v0.0.0
+	github.com/timingwheel/timingwheel v0.1.0
 )
-
-replace github.com/timingwheel/timingwheel => ../
