@@ -38,7 +38,7 @@ func WithClock(c clock.Clock) Option {
 		if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer && v.IsNil() {
 			return fmt.Errorf("%w: WithClock(%T(nil))", ErrInvalidConfig, c)
 		}
-		cfg.clock = c
+		cfg.clock, cfg.manual = c, true
 		return nil
 	})
 }
