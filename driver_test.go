@@ -319,7 +319,7 @@ func TestDriver_ArmingAsItGoesToSleep(t *testing.T) {
 				t.Fatalf("iteration %d: a timer armed a tick out as the driver went to sleep did not fire in a second: the driver slept through it", i)
 			}
 			dealNext(h, 0)
-		h.AfterFunc(time.Millisecond, f)
+			h.AfterFunc(time.Millisecond, f)
 		}
 	})
 }
