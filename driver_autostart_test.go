@@ -189,34 +189,43 @@ func TestDriver_FirstArmingRacingAdvance(t *testing.T) {
 	})
 }
 
-// TestDriver_ArmingRacingStopNeverSkipsTheStart: an arming that finds no
-// driver waits for a Stop (or Start) of another goroutine holding the
-// driver's lock, instead of leaving the start to it: the timer fires. An
-// arming racing the Stop of a running driver is pending at that Stop, or
-// armed after it; either way the next arming fires it.
-func TestDriver_ArmingRacingStopNeverSkipsTheStart(t *testing.T) {
-	in20Bubbles(t, "a first arming racing Stop", func(t *testing.T, h *Hierarchy) {
-		var fired atomic.Int32
-		var wg sync.WaitGroup
-		wg.Go(func() { h.AfterFunc(time.Millisecond, func() { fired.Add(1) }) })
-		wg.Go(h.Stop)
-		wg.Wait()
-		time.Sleep(time.Millisecond)
-		synctest.Wait()
-		assert.Equal(t, int32(1), fired.Load(), "the arming started the driver")
-		h.Stop()
-	})
-	in20Bubbles(t, "an arming racing the Stop of a running driver", func(t *testing.T, h *Hierarchy) {
-		var fired atomic.Int32
-		h.AfterFunc(time.Hour, func() {}) // the driver runs
-		var wg sync.WaitGroup
-		wg.Go(func() { h.AfterFunc(time.Millisecond, func() { fired.Add(1) }) })
-		wg.Go(h.Stop)
-		wg.Wait()
-		h.AfterFunc(time.Millisecond, func() { fired.Add(1) })
-		time.Sleep(time.Millisecond)
-		synctest.Wait()
-		assert.Equal(t, int32(2), fired.Load(), "both fired once the driver ran again")
-		h.Stop()
-	})
+// TestDriver_ArmingNeverLeavesTheStartToAnotherCall: an arming that finds
+// no driver while a Start or Stop of another goroutine holds the driver's
+// lock waits for it, then starts the driver unless one runs: it never
+// leaves the start to a call that will not make it (a Stop of a hierarchy
+// whose driver does not run). The test holds that lock itself while the
+// arming comes.
+func TestDriver_ArmingNeverLeavesTheStartToAnotherCall(t *testing.T) {
+	h := mustNew(t)
+	defer h.Stop()
+	fired := make(chan struct{})
+	h.driver.runMu.Lock()
+	go h.AfterFunc(time.Millisecond, func() { close(fired) })
+	time.Sleep(20 * time.Millisecond) // the arming reaches the held lock, most likely
+	h.driver.runMu.Unlock()
+	recvWithin(t, 10*time.Second, fired, "the timer armed while another call held the driver's lock")
+}
+
+// TestDriver_ArmingRacingStopFiresWithTheNextArming: an arming racing the
+// Stop of a running driver, or of none, is pending at that Stop or armed
+// after it: either way it fires, by the driver it started or at the latest
+// by the one the next arming starts.
+func TestDriver_ArmingRacingStopFiresWithTheNextArming(t *testing.T) {
+	for _, running := range []bool{false, true} {
+		in20Bubbles(t, "an arming racing Stop", func(t *testing.T, h *Hierarchy) {
+			if running {
+				h.AfterFunc(time.Hour, func() {}) // the driver runs
+			}
+			var fired atomic.Int32
+			var wg sync.WaitGroup
+			wg.Go(func() { h.AfterFunc(time.Millisecond, func() { fired.Add(1) }) })
+			wg.Go(h.Stop)
+			wg.Wait()
+			h.AfterFunc(time.Millisecond, func() { fired.Add(1) })
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+			assert.Equal(t, int32(2), fired.Load(), "both fired once the driver ran again")
+			h.Stop()
+		})
+	}
 }
