@@ -91,8 +91,8 @@
 //
 // A running driver is a goroutine that holds the hierarchy, and so every
 // armed timer and what its callback refers to: a hierarchy dropped without
-// Stop while its driver runs is never collected. One whose driver never
-// started, or was stopped, holds nothing.
+// Stop while its driver runs is never collected. One whose driver does not
+// run is collected as any other value once nothing refers to it.
 //
 // # Testing
 //
