@@ -31,13 +31,12 @@ import (
 // With [WithParallelCallbacks], each shard's callbacks run on a goroutine
 // of their own and Advance returns once all have run.
 //
-// A caller that drives h with an Advance loop of its own, on the default
-// clock, calls Advance (or [Hierarchy.Stop]) once before it arms the first
-// timer: otherwise that arming starts the driver goroutine (see [New]),
-// which then runs the callbacks instead of the caller's loop.
+// A caller that drives h with an Advance loop of its own makes h with
+// [WithManualAdvance] (or [WithClock]), so that no driver starts by itself
+// and every callback runs on its goroutine (see "Driving the wheels" in
+// the package doc).
 func (h *Hierarchy) Advance() int {
 	h.mustBeMade("Advance")
-	h.noAutoStart() // the caller drives h
 	h.advMu.Lock()
 	defer h.advMu.Unlock()
 	return h.advance()

@@ -6,6 +6,10 @@ import (
 	"iter"
 	"math"
 	"math/bits"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
 )
 
 // setBits yields the index of every set bit of a bitmap.
@@ -201,10 +205,65 @@ func slotByDigit(l *level, d int64) int {
 	return int(q)
 }
 
-// knobs returns h's test hooks, making them on first use.
-func (h *Hierarchy) knobs() *hooks {
-	if h.hooks == nil {
-		h.hooks = &hooks{}
+// withBatch makes h's long work under a shard's lock run in batches of n
+// timers, so that small tests open the windows between batches (where the
+// lock is let go to the goroutines waiting for it). Only tests reach it.
+func withBatch(n int) Option {
+	return optionFunc(func(c *config) error {
+		c.batch = n
+		return nil
+	})
+}
+
+// dealNext makes the next timer h places (armed new, initialized, or an
+// unarmed one re-armed) go to shard i. h's clock must be given by
+// WithClock, where shards are dealt in turn (see pickShard).
+func dealNext(h *Hierarchy, i int) {
+	if !h.inTurn {
+		panic("dealNext: shards are dealt in turn only with WithClock")
 	}
-	return h.hooks
+	h.rr.Store(int64(i))
+}
+
+// inWindows runs f, on a goroutine of its own, each time that goroutine
+// takes s's lock while open (called with the lock held) reports long work
+// half done. It contends for the lock as any goroutine does, and counts
+// itself waiting all along, so that the work lets the lock go between
+// every two batches (see shard.yieldLocked). With one processor (until
+// stop), the work's yield then runs this goroutine, which takes the lock,
+// and f runs in the window between two batches; it yields back after each
+// try. stop (also called at the end of the test) ends the goroutine and
+// returns how many windows f ran in.
+func inWindows(t testing.TB, s *shard, open func() bool, f func()) (stop func() int) {
+	var quit atomic.Bool
+	done := make(chan int, 1)
+	procs := runtime.GOMAXPROCS(1)
+	s.waiting.Add(1)
+	go func() {
+		n := 0
+		for !quit.Load() {
+			s.mu.Lock()
+			in := open()
+			s.mu.Unlock()
+			if in {
+				n++
+				f()
+			}
+			runtime.Gosched()
+		}
+		done <- n
+	}()
+	var once sync.Once
+	n := 0
+	stop = func() int {
+		once.Do(func() {
+			quit.Store(true)
+			n = <-done
+			s.waiting.Add(-1)
+			runtime.GOMAXPROCS(procs)
+		})
+		return n
+	}
+	t.Cleanup(func() { stop() })
+	return stop
 }

@@ -18,6 +18,9 @@ var (
 // WithClock sets the clock the hierarchy reads and the driver sleeps on,
 // typically a [clock.Mock] in tests. The default is clock.New(), the real
 // clock (which inside a testing/synctest bubble is the bubble's fake time).
+// A hierarchy with a given clock does not drive itself: WithClock implies
+// [WithManualAdvance]. Its timers are dealt to the shards in turn, so the
+// same calls give the same order of callbacks (see [WithShards]).
 //
 // With a Mock, drive the hierarchy from the test itself: "mock.Add(d);
 // h.Advance()" runs every callback due, on the test's goroutine, before
@@ -38,7 +41,7 @@ func WithClock(c clock.Clock) Option {
 		if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer && v.IsNil() {
 			return fmt.Errorf("%w: WithClock(%T(nil))", ErrInvalidConfig, c)
 		}
-		cfg.clock = c
+		cfg.clock, cfg.manual = c, true
 		return nil
 	})
 }

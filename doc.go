@@ -5,8 +5,7 @@
 //
 //	h, err := timingwheel.New() // 1ms tick; levels of ms, s, min, h
 //	if err != nil { ... }
-//	h.Start()
-//	defer h.Stop()
+//	defer h.Stop() // the driver starts with the first timer armed
 //	t := h.AfterFunc(30*time.Second, func() { conn.Close() })
 //	...
 //	t.Reset(30 * time.Second) // heartbeat: push the deadline back
@@ -69,17 +68,31 @@
 //
 // # Driving the wheels
 //
-// Timers fire only when the hierarchy is advanced: either by the driver
-// goroutine ([Hierarchy.Start]), which sleeps until the next tick that has
-// work and not at all while nothing is armed, or by calling
-// [Hierarchy.Advance] from the caller's own loop.
+// Timers fire only when the hierarchy is advanced: by its driver goroutine,
+// which sleeps until the next tick that has work and not at all while
+// nothing is armed, or by the caller calling [Hierarchy.Advance] from a
+// loop of its own. Which of the two, and when the driver runs, is one rule:
 //
-// A hierarchy on the default clock is never left undriven: its first
-// armed timer starts the driver, unless the caller called Advance first
-// (its own loop drives) or Stop (no driver until Start). A caller with
-// its own Advance loop calls Advance once before arming, so that the
-// callbacks run on its goroutine. With a clock given by [WithClock],
-// nothing starts by itself.
+//   - A hierarchy on the default clock drives itself: the first timer armed
+//     (by AfterFunc, AtFunc, Every, a Reset of any kind, or a layer above)
+//     starts the driver, as [Hierarchy.Start] does. Nothing else is needed,
+//     and no call of the caller's keeps it from starting.
+//   - [WithManualAdvance] makes the caller drive it, and [WithClock] implies
+//     that: no driver starts until Start, and the callbacks run in the
+//     caller's Advance.
+//   - [Hierarchy.Stop] stops the driver; the timers stay armed. A hierarchy
+//     that drives itself is then as New left it: the next timer armed
+//     starts the driver again, and the timers that were pending fire with
+//     it, late by as long as the driver was stopped. A timer pending when
+//     Stop returns does not fire until then (or until Start or Advance), so
+//     call Stop once no timer matters any more: at shutdown, after the work
+//     whose deadlines must hold has ended. On a hierarchy its caller
+//     drives, no driver runs after Stop until Start.
+//
+// A running driver is a goroutine that holds the hierarchy, and so every
+// armed timer and what its callback refers to: a hierarchy dropped without
+// Stop while its driver runs is never collected. One whose driver does not
+// run is collected as any other value once nothing refers to it.
 //
 // # Testing
 //
@@ -89,8 +102,11 @@
 // before Advance returns. Or, with the default clock inside a
 // testing/synctest bubble, "h.Start(); time.Sleep(d); synctest.Wait()"
 // runs the driver on the bubble's fake time (call h.Stop before the
-// bubble ends: the driver is a goroutine of the bubble's; it also started
-// by itself if a timer was armed before Start). Avoid Start with a Mock in
+// bubble ends: the driver is a goroutine of the bubble's, also when it
+// started by itself). With a clock given by WithClock, the same calls in
+// the same order on one goroutine and the same clock steps run the same
+// callbacks in the same order, also at one tick across shards (see
+// [WithShards]). Avoid Start with a Mock in
 // tests: the driver then fires on its own goroutine some time after
 // mock.Add returns, and nothing tells the test when. The same holds for
 // code under test that arms or re-arms timers from goroutines of its own

@@ -35,6 +35,17 @@ type driver struct {
 	runMu      sync.Mutex
 	stop, done chan struct{}
 	stopping   bool // stop is closed: a Stop waits for done
+
+	self bool // the hierarchy drives itself: an arming with no driver starts one
+}
+
+// idleState is what sleepUntil holds while no driver runs: autoStart on a
+// hierarchy that drives itself, notRunning on one its caller drives.
+func (dr *driver) idleState() int64 {
+	if dr.self {
+		return autoStart
+	}
+	return notRunning
 }
 
 // Markers kept in driver.sleepUntil.
@@ -42,10 +53,9 @@ const (
 	notRunning = math.MinInt64     // no driver: arming never wakes one
 	awake      = math.MinInt64 + 1 // the driver is awake and looks at every shard before it sleeps
 	idleSleep  = math.MaxInt64     // asleep with nothing armed: any arming wakes it
-	// autoStart: no driver yet, and the next arming starts one: the state
-	// of a hierarchy on the default clock until its first Start, Advance,
-	// Stop or arming. An arming due at or after it (a tick 292 years out)
-	// starts none.
+	// autoStart: no driver, and the next arming starts one: the state of
+	// a hierarchy that drives itself while its driver does not run. An
+	// arming due at or after it (a tick 292 years out) starts none.
 	autoStart = math.MaxInt64 - 1
 )
 
@@ -119,26 +129,20 @@ func (h *Hierarchy) idle() {
 // is armed; arming a timer earlier than its wake-up wakes it. Start does
 // nothing if the driver is already running, also while a Stop of another
 // goroutine waits for it to exit: such a Start and Stop overlap, and the
-// driver ends with the Stop.
+// driver ends with the Stop. When the driver starts by itself, and what it
+// holds until Stop, is the rule "Driving the wheels" of the package doc.
 //
 // Callbacks run on the driver goroutine. A callback may call Start (a
-// no-op: the driver runs, or is being stopped by a Stop of another
-// goroutine, which then waits for the callback) but must not call
-// [Hierarchy.Stop], which would
-// wait forever for the driver running that callback. A callback that panics there crashes the
-// program, as a panic in any goroutine does; recover inside the callback
-// if that is not wanted. Call Stop to end the goroutine when the hierarchy
-// is no longer needed.
+// no-op) but must not call [Hierarchy.Stop], which would wait forever for
+// the driver running that callback. A callback that panics there crashes
+// the program, as a panic in any goroutine does; recover inside the
+// callback if that is not wanted.
 //
-// On the default clock (no [WithClock]), the first timer armed starts the
-// driver as Start does, unless Advance, Start or Stop was called first;
-// see [New]. With a clock given by WithClock, only Start starts it.
-//
-// In tests, prefer [Hierarchy.Advance] with a [clock.Mock], or Start with
-// the real clock inside a testing/synctest bubble (Start may be called in
-// the bubble even if New was not). With Start and a Mock, callbacks run on
-// the driver's goroutine some time after mock.Add returns, and a test must
-// wait for them itself.
+// In tests, prefer [Hierarchy.Advance] with a manual clock, or the real
+// clock inside a testing/synctest bubble (Start may be called in the
+// bubble even if New was not). With Start and a [clock.Mock], callbacks
+// run on the driver's goroutine some time after mock.Add returns, and a
+// test must wait for them itself.
 func (h *Hierarchy) Start() {
 	h.mustBeMade("Start")
 	dr := &h.driver
@@ -151,19 +155,15 @@ func (h *Hierarchy) Start() {
 	h.startLocked()
 }
 
-// startAuto starts the driver for the first timer armed on a hierarchy of
-// the default clock, unless Advance, Start or Stop came first: the
-// hierarchy's state is still autoStart. It never waits: if a Start or Stop
-// holds runMu, the caller's Start or Stop decides, and the driver (if it
-// runs) finds the timer when it first looks.
+// startAuto starts the driver for a timer armed on a hierarchy that drives
+// itself and whose driver does not run (its state is autoStart). It waits
+// for a Start or Stop of another goroutine to finish, and then starts the
+// driver unless one runs: never is a timer left undriven because another
+// call held runMu. It is called with no shard lock held.
 func (h *Hierarchy) startAuto() {
 	dr := &h.driver
-	if !dr.runMu.TryLock() {
-		return
-	}
+	dr.runMu.Lock()
 	defer dr.runMu.Unlock()
-	// A compare-and-swap, not a store: an Advance may clear autoStart at
-	// any moment, and then the caller drives.
 	if dr.stop == nil && dr.sleepUntil.CompareAndSwap(autoStart, awake) {
 		h.startLocked()
 	}
@@ -179,35 +179,23 @@ func (h *Hierarchy) startLocked() {
 	go h.drive(dr.stop, wake, dr.done)
 }
 
-// noAutoStart ends the autoStart state, if h is in it: the caller drives h
-// (Advance), or has said that no driver is to run until Start (Stop).
-func (h *Hierarchy) noAutoStart() {
-	if h.driver.sleepUntil.Load() == autoStart {
-		h.driver.sleepUntil.CompareAndSwap(autoStart, notRunning)
-	}
-}
-
-// Stop stops the driver and waits for it to exit.
+// Stop stops the driver and waits for it to exit. Timers stay armed; what
+// that means for them, and for timers armed after Stop, is the rule
+// "Driving the wheels" of the package doc: on a hierarchy that drives
+// itself, the next arming starts the driver again.
 //
 // Waiting for the driver includes waiting for a callback it is running, and
 // for the Advance of another goroutine that the driver waits behind. So a
 // callback of h must not call Stop while the driver runs: Stop would wait
 // for the callback that called it. Like a recursive Lock of a
 // [sync.Mutex], that is a deadlock, and nothing detects it; stop the
-// driver from another goroutine. Armed timers stay armed, to fire once the
-// driver is started again or Advance is called. Stop returns at once if
-// the driver is not running, also from a callback (of an Advance loop of
-// the caller's own).
-//
-// On the default clock, Stop also means that no driver is to run until
-// Start: a hierarchy that Stop was called on before its first timer was
-// armed does not start its driver by itself (see [New]).
+// driver from another goroutine. Stop returns at once if the driver is not
+// running, also from a callback (of an Advance loop of the caller's own).
 func (h *Hierarchy) Stop() {
 	h.mustBeMade("Stop")
 	dr := &h.driver
 	dr.runMu.Lock()
 	if dr.stop == nil {
-		h.noAutoStart()
 		dr.runMu.Unlock()
 		return
 	}
@@ -223,7 +211,7 @@ func (h *Hierarchy) Stop() {
 	dr.runMu.Lock()
 	if dr.done == done { // the first of concurrent Stops back
 		dr.stop, dr.done, dr.stopping = nil, nil, false
-		dr.sleepUntil.Store(notRunning)
+		dr.sleepUntil.Store(dr.idleState())
 		dr.wake.Store(nil)
 	}
 	dr.runMu.Unlock()

@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// A hierarchy on the default clock is never left undriven: its first armed
-// timer starts the driver, unless the caller called Advance (it drives) or
-// Stop (no driver until Start) first. With a clock given by WithClock,
-// nothing starts by itself. The tests run on the real clock inside
+// The rule of "Driving the wheels" in the package doc: a hierarchy on the
+// default clock drives itself, its driver started by the first timer
+// armed and, after a Stop, by the next; WithManualAdvance (or WithClock)
+// makes the caller drive it, and then nothing starts by itself. The tests run on the real clock inside
 // synctest bubbles, where a bubble that ends with a driver still running
 // fails the test (its goroutine is blocked forever): that pins "no driver"
 // as well as a callback that did not run pins "not driven".
@@ -50,18 +50,19 @@ func TestDriver_StartsOnFirstArming(t *testing.T) {
 				synctest.Wait()
 				assert.Equal(t, int32(1), fired.Load(), "fired by the driver the arming started")
 				h.Stop()
-				assert.Equal(t, int64(notRunning), h.driver.sleepUntil.Load(), "the driver stopped")
+				assert.Equal(t, int64(autoStart), h.driver.sleepUntil.Load(), "the driver stopped, and the next arming starts it")
 			})
 		})
 	}
 }
 
-// TestDriver_NotStartedWhenTheCallerAdvancedFirst: a caller that drives
-// with its own Advance loop keeps every callback on its goroutine.
-func TestDriver_NotStartedWhenTheCallerAdvancedFirst(t *testing.T) {
+// TestDriver_NotStartedWithManualAdvance: a caller that drives with its
+// own Advance loop says so with WithManualAdvance and keeps every callback
+// on its goroutine. (It replaces the test that pinned an Advance before the
+// first arming as the way to say so: that ritual is gone.)
+func TestDriver_NotStartedWithManualAdvance(t *testing.T) {
 	inBubble(t, "an Advance loop", func(t *testing.T) {
-		h := mustNew(t)
-		assert.Equal(t, 0, h.Advance())
+		h := mustNew(t, WithManualAdvance())
 		inCaller := false
 		h.AfterFunc(time.Second, func() { inCaller = true }) // a race with a driver, if one ran
 		time.Sleep(2 * time.Second)
@@ -69,29 +70,58 @@ func TestDriver_NotStartedWhenTheCallerAdvancedFirst(t *testing.T) {
 		assert.False(t, inCaller, "nothing advanced h but its caller, which has not yet")
 		assert.Equal(t, 1, h.Advance())
 		assert.True(t, inCaller, "the callback ran in the caller's Advance")
-		assert.Equal(t, int64(notRunning), h.driver.sleepUntil.Load(), "no driver")
+		h.Stop()
+		h.AfterFunc(time.Second, func() {})
+		assert.Equal(t, int64(notRunning), h.driver.sleepUntil.Load(), "no driver, also after Stop and an arming")
 	})
 }
 
-// TestDriver_NotStartedAfterStop: Stop means no driver until Start.
-func TestDriver_NotStartedAfterStop(t *testing.T) {
-	inBubble(t, "a hierarchy stopped before it armed", func(t *testing.T) {
+// TestDriver_AdvanceKeepsNoDriverFromStarting: on a hierarchy that drives
+// itself, an Advance of the caller's is one more Advance, not a way to say
+// who drives: the first arming after it starts the driver all the same.
+func TestDriver_AdvanceKeepsNoDriverFromStarting(t *testing.T) {
+	inBubble(t, "an Advance before the first arming", func(t *testing.T) {
 		h := mustNew(t)
-		h.Stop()
+		assert.Equal(t, 0, h.Advance())
 		var fired atomic.Int32
 		h.AfterFunc(time.Second, func() { fired.Add(1) })
-		time.Sleep(2 * time.Second)
+		time.Sleep(time.Second)
 		synctest.Wait()
-		assert.Equal(t, int32(0), fired.Load(), "no driver ran after Stop")
-		h.Start()
-		synctest.Wait()
-		assert.Equal(t, int32(1), fired.Load(), "Start's driver fired the overdue timer")
+		assert.Equal(t, int32(1), fired.Load(), "fired by the driver the arming started")
 		h.Stop()
+	})
+}
+
+// TestDriver_StopThenArmingStartsItAgain: Stop returns a hierarchy that
+// drives itself to the state New left it in: a timer pending at Stop does
+// not fire while no driver runs, and the next arming starts the driver,
+// which fires both. (It replaces TestDriver_NotStartedAfterStop, which
+// pinned "no driver after Stop until Start": a Stop at shutdown then left
+// every later deadline silently unfired.)
+func TestDriver_StopThenArmingStartsItAgain(t *testing.T) {
+	inBubble(t, "a hierarchy stopped and armed again", func(t *testing.T) {
+		h := mustNew(t)
+		h.Stop() // before any arming: as if not called
+		var fired atomic.Int32
 		h.AfterFunc(time.Second, func() { fired.Add(1) })
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(1), fired.Load(), "the arming after a Stop started the driver")
+
+		h.AfterFunc(time.Second, func() { fired.Add(1) }) // pending at the Stop below
+		h.Stop()
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
-		assert.Equal(t, int32(1), fired.Load(), "the Stop of a running driver: none starts again")
-		assert.Equal(t, int64(notRunning), h.driver.sleepUntil.Load())
+		assert.Equal(t, int32(1), fired.Load(), "a timer pending at Stop waits for the driver")
+		assert.Equal(t, 1, h.Len(), "and stays armed")
+		h.AfterFunc(time.Second, func() { fired.Add(1) })
+		synctest.Wait()
+		assert.Equal(t, int32(2), fired.Load(), "the next arming started the driver, which fired the pending timer at once")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(3), fired.Load(), "and the new one on time")
+		h.Stop()
+		assert.Equal(t, int64(autoStart), h.driver.sleepUntil.Load())
 	})
 }
 
@@ -137,14 +167,13 @@ func TestDriver_FirstArmingsRacingStartOneDriver(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 		fired.Wait()
 		h.Stop() // the bubble fails if a second driver were left
-		assert.Equal(t, int64(notRunning), h.driver.sleepUntil.Load())
+		assert.Equal(t, int64(autoStart), h.driver.sleepUntil.Load())
 	})
 }
 
-// TestDriver_FirstArmingRacingAdvance: an arming racing the caller's first
-// Advance either starts the driver or leaves the caller to drive; either
-// way the timer fires (by the driver, or by the caller's next Advance) and
-// at most one driver runs.
+// TestDriver_FirstArmingRacingAdvance: an arming racing an Advance of the
+// caller's starts the driver all the same; the timer fires once (by the
+// driver, or by the caller's next Advance) and one driver runs.
 func TestDriver_FirstArmingRacingAdvance(t *testing.T) {
 	in20Bubbles(t, "a first arming racing Advance", func(t *testing.T, h *Hierarchy) {
 		var fired atomic.Int32
@@ -158,4 +187,45 @@ func TestDriver_FirstArmingRacingAdvance(t *testing.T) {
 		assert.Equal(t, int32(1), fired.Load())
 		h.Stop()
 	})
+}
+
+// TestDriver_ArmingNeverLeavesTheStartToAnotherCall: an arming that finds
+// no driver while a Start or Stop of another goroutine holds the driver's
+// lock waits for it, then starts the driver unless one runs: it never
+// leaves the start to a call that will not make it (a Stop of a hierarchy
+// whose driver does not run). The test holds that lock itself while the
+// arming comes.
+func TestDriver_ArmingNeverLeavesTheStartToAnotherCall(t *testing.T) {
+	h := mustNew(t)
+	defer h.Stop()
+	fired := make(chan struct{})
+	h.driver.runMu.Lock()
+	go h.AfterFunc(time.Millisecond, func() { close(fired) })
+	time.Sleep(20 * time.Millisecond) // the arming reaches the held lock, most likely
+	h.driver.runMu.Unlock()
+	recvWithin(t, 10*time.Second, fired, "the timer armed while another call held the driver's lock")
+}
+
+// TestDriver_ArmingRacingStopFiresWithTheNextArming: an arming racing the
+// Stop of a running driver, or of none, is pending at that Stop or armed
+// after it: either way it fires, by the driver it started or at the latest
+// by the one the next arming starts.
+func TestDriver_ArmingRacingStopFiresWithTheNextArming(t *testing.T) {
+	for _, running := range []bool{false, true} {
+		in20Bubbles(t, "an arming racing Stop", func(t *testing.T, h *Hierarchy) {
+			if running {
+				h.AfterFunc(time.Hour, func() {}) // the driver runs
+			}
+			var fired atomic.Int32
+			var wg sync.WaitGroup
+			wg.Go(func() { h.AfterFunc(time.Millisecond, func() { fired.Add(1) }) })
+			wg.Go(h.Stop)
+			wg.Wait()
+			h.AfterFunc(time.Millisecond, func() { fired.Add(1) })
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+			assert.Equal(t, int32(2), fired.Load(), "both fired once the driver ran again")
+			h.Stop()
+		})
+	}
 }

@@ -213,8 +213,7 @@ func TestDriver_LastTimerStoppedWhileAwake(t *testing.T) {
 // sleep alone: the other timer fires on time.
 func TestDriver_StopEmptyingOneShardKeepsItForTheOthers(t *testing.T) {
 	inBubble(t, "a driver with timers in two shards, one emptied by a Stop", func(t *testing.T) {
-		h := mustNew(t, WithShards(2))
-		roundRobin(h)
+		h := mustNew(t, WithClock(clock.New()), WithShards(2)) // the bubble's clock, shards dealt in turn
 		h.Start()
 		defer h.Stop()
 		// Arm once the driver sleeps: a timer armed while the driver holds
@@ -302,14 +301,16 @@ func TestDriver_ArmingAsItGoesToSleep(t *testing.T) {
 		iterations = 2000
 	}
 	inBubble(t, "a driver racing armings as it goes to sleep", func(t *testing.T) {
-		h := mustNew(t, WithShards(32), WithLevels(8, 8, 8, 8, 8))
-		first := h.shards[0]
-		h.knobs().pick = func() *shard { return first }
+		// The real clock of the bubble, given by WithClock so that every
+		// timer can be dealt to the first shard.
+		h := mustNew(t, WithClock(clock.New()), WithShards(32), WithLevels(8, 8, 8, 8, 8))
 		h.Start()
 		defer h.Stop()
+		dealNext(h, 0)
 		h.AfterFunc(time.Hour, func() {})
 		fired := make(chan struct{}, 1)
 		f := func() { fired <- struct{}{} }
+		dealNext(h, 0)
 		h.AfterFunc(time.Millisecond, f)
 		for i := range iterations {
 			select {
@@ -317,6 +318,7 @@ func TestDriver_ArmingAsItGoesToSleep(t *testing.T) {
 			case <-time.After(time.Second):
 				t.Fatalf("iteration %d: a timer armed a tick out as the driver went to sleep did not fire in a second: the driver slept through it", i)
 			}
+			dealNext(h, 0)
 			h.AfterFunc(time.Millisecond, f)
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -14,15 +15,15 @@ import (
 // (timers held by value) word for word, and a part of ExampleHierarchy_Every;
 // examples/readme checks that they match.
 
-// The package doc's snippet, with the driver and a real connection: the
-// server's side is closed once nothing pushed its timer back for 30ms.
+// The package doc's snippet, with a real connection: the server's side is
+// closed once nothing pushed its timer back for 30ms. The hierarchy drives
+// itself: its first timer armed starts the driver.
 func Example() {
 	h, err := timingwheel.New() // 1ms tick; levels of ms, s, min, h
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	h.Start()
 	defer h.Stop()
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -426,4 +427,69 @@ func ExampleTimer_InitOn() {
 	// queued: 1
 	// re-armed before the run: true
 	// idle: closing on the loop
+}
+
+// An expiry racing a touch of the same key: a session's reader calls Add on
+// every request while the hierarchy may be expiring the session. If the
+// touch comes first, expired is not called; if it comes after the key left
+// the set, the touch puts the key back and expired still runs for the
+// expiry. So expired checks, under the session's own lock, whether a touch
+// put the key back (Deadline reports it), and the touch does nothing for a
+// session already closed: whichever wins, a session is open exactly when
+// its key is in the set.
+func ExampleTimeouts_expiryRacingATouch() {
+	h, err := timingwheel.New() // drives itself
+	if err != nil {
+		panic(err)
+	}
+	defer h.Stop()
+	type session struct {
+		mu     sync.Mutex
+		closed bool
+	}
+	sessions := make([]session, 200)
+	var keys *timingwheel.Timeouts[int]
+	var expiries sync.WaitGroup
+	keys = timingwheel.NewTimeouts(h, func(id int) {
+		defer expiries.Done()
+		s := &sessions[id]
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if _, touched := keys.Deadline(id); touched {
+			return // a touch came after the expiry: the session lives on
+		}
+		s.closed = true
+	})
+	touch := func(id int) {
+		s := &sessions[id]
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.closed {
+			return // too late: the session expired
+		}
+		if _, live := keys.Deadline(id); !live {
+			expiries.Add(1) // the touch puts the key back: one more expiry to come
+		}
+		keys.Add(id, 2*time.Millisecond)
+	}
+	for id := range sessions {
+		touch(id)
+	}
+	var readers sync.WaitGroup
+	for id := range sessions {
+		readers.Go(func() {
+			time.Sleep(time.Duration(id%4) * time.Millisecond) // around the deadline
+			touch(id)
+		})
+	}
+	readers.Wait()
+	expiries.Wait() // every session expires in the end
+	consistent := true
+	for id := range sessions {
+		_, live := keys.Deadline(id)
+		consistent = consistent && sessions[id].closed && !live
+	}
+	fmt.Println("every session closed once, no key left:", consistent, keys.Len())
+	// Output:
+	// every session closed once, no key left: true 0
 }

@@ -32,6 +32,12 @@ package timingwheel
 // not run concurrently with t's other methods, and panics if h, exec or f
 // is nil, or if t is armed.
 func (t *Timer) InitOn(h *Hierarchy, exec func(run func()), f func()) *Timer {
+	if t == nil {
+		panic("timingwheel: Timer.InitOn called on a nil *Timer")
+	}
+	if h == nil || h.shards == nil {
+		panic("timingwheel: Timer.InitOn called with a nil or zero Hierarchy")
+	}
 	if exec == nil {
 		panic("timingwheel: Timer.InitOn called with a nil exec func")
 	}

@@ -192,7 +192,8 @@ func TestExecutor_BadInputPanics(t *testing.T) {
 	var tm Timer
 	assert.PanicsWithValue(t, "timingwheel: Timer.InitOn called with a nil exec func", func() { tm.InitOn(h, nil, func() {}) })
 	assert.PanicsWithValue(t, "timingwheel: Timer.InitOn called with a nil func", func() { tm.InitOn(h, func(func()) {}, nil) })
-	assert.Panics(t, func() { tm.InitOn(nil, func(func()) {}, func() {}) })
+	assert.PanicsWithValue(t, "timingwheel: Timer.InitOn called with a nil or zero Hierarchy", func() { tm.InitOn(nil, func(func()) {}, func() {}) })
+	assert.PanicsWithValue(t, "timingwheel: Timer.InitOn called on a nil *Timer", func() { (*Timer)(nil).InitOn(h, func(func()) {}, func() {}) })
 	tm.InitOn(h, func(func()) {}, func() {})
 	tm.Reset(time.Second)
 	assert.PanicsWithValue(t, "timingwheel: Timer.Init called on an armed Timer", func() { tm.InitOn(h, func(func()) {}, func() {}) })

@@ -35,8 +35,10 @@ type Hierarchy struct {
 	// are dealt round robin from rr.
 	hints sync.Pool
 	rr    atomic.Int64
-	// hooks are the knobs tests turn; nil outside tests.
-	hooks *hooks
+	// inTurn: the clock was given by WithClock, and shards are dealt in
+	// turn from rr, not by processor (see pickShard).
+	inTurn bool
+	batch  int // the size of the batches of long work (see batch)
 
 	// The fields above are read by every operation and written only by
 	// New; those below are written
@@ -57,19 +59,8 @@ type Hierarchy struct {
 // New returns a Hierarchy configured by opts. Its origin, from which ticks
 // are counted, is the clock's reading now. Invalid options are reported as
 // an error that wraps [ErrInvalidConfig]; New never panics on bad options.
-//
-// A hierarchy must be driven: by its driver goroutine ([Hierarchy.Start]),
-// or by the caller calling [Hierarchy.Advance] when [Hierarchy.Next] says.
-// So that an armed timer never waits forever for a driver nobody started,
-// a hierarchy on the default clock starts its driver itself when its first
-// timer is armed (by AfterFunc, AtFunc, Every, a Reset or any
-// layer above), unless the caller has already called Advance (the caller
-// drives h) or Stop (no driver until Start). A caller with an Advance loop
-// of its own therefore calls Advance (or Stop) once before arming, so that
-// every callback runs on its goroutine. With a clock given by [WithClock]
-// (a [clock.Mock] in tests), nothing starts by itself: call Start, or
-// Advance after moving the clock. A driver started either way runs until
-// Stop; call Stop when the hierarchy is no longer needed.
+// Who drives the hierarchy, and when its driver goroutine starts and
+// stops, is one rule: see "Driving the wheels" in the package doc.
 func New(opts ...Option) (*Hierarchy, error) {
 	c := config{tick: time.Millisecond, slots: []int{1000, 60, 60, 24}}
 	for _, o := range opts {
@@ -97,12 +88,15 @@ func New(opts ...Option) (*Hierarchy, error) {
 		tick:      int64(c.tick),
 		top:       c.slots[len(c.slots)-1],
 		parallel:  c.parallel,
+		inTurn:    !realClock,
+		batch:     batch,
+	}
+	if c.batch > 0 {
+		h.batch = c.batch
 	}
 	h.frontier.Store(math.MinInt64)
-	h.driver.sleepUntil.Store(notRunning)
-	if realClock {
-		h.driver.sleepUntil.Store(autoStart)
-	}
+	h.driver.self = !c.manual
+	h.driver.sleepUntil.Store(h.driver.idleState())
 	h.origin = h.clock.Now()
 	h.lastTick = h.dueTick(math.MaxInt64) - 1
 	for i := range c.shards {

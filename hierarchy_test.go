@@ -920,7 +920,6 @@ func TestNew_NilMockClock(t *testing.T) {
 func TestCallback_SelfRearmForNowRunsOncePerAdvance(t *testing.T) {
 	for _, shards := range []int{1, 2} {
 		h, clk := newFake(t, WithShards(shards))
-		roundRobin(h)
 		clk.Add(time.Second)
 		fires := 0
 		var tm *Timer

@@ -51,7 +51,7 @@ func (s *shard) mergeLate() {
 	s.sorting = true
 	s.late.moveAllTo(&s.pending)
 	for !s.pending.empty() {
-		for range s.h.batchSize() {
+		for range s.h.batch {
 			t := s.pending.next
 			if t == &s.pending {
 				break
@@ -62,7 +62,7 @@ func (s *shard) mergeLate() {
 		}
 		s.yieldLocked()
 	}
-	if len(sc) > s.h.batchSize() {
+	if len(sc) > s.h.batch {
 		s.mu.Unlock()
 		slices.SortStableFunc(sc, func(a, b lateTimer) int { return cmp.Compare(a.filed, b.filed) })
 		s.lock()
@@ -75,7 +75,7 @@ func (s *shard) mergeLate() {
 	atEnd := s.overdue.empty() || s.overdue.prev.filed <= sc[0].filed
 	x := s.overdue.next
 	for i, lt := range sc {
-		if i > 0 && i%s.h.batchSize() == 0 {
+		if i > 0 && i%s.h.batch == 0 {
 			s.yieldLocked()
 			x = s.overdue.next // x may have been unlinked meanwhile
 		}

@@ -18,9 +18,7 @@ import (
 // fire in deadline order, every arming ends exactly once, and the lock was
 // let go many times.
 func TestLate_BurstSortedInBatches(t *testing.T) {
-	h, clk := newFake(t, WithShards(2))
-	roundRobin(h)
-	h.knobs().batch = 16
+	h, clk := newFake(t, WithShards(2), withBatch(16))
 	clk.Add(time.Hour)
 	const n = 20_000
 	recs := make([]*countedTimer, n)
@@ -38,15 +36,11 @@ func TestLate_BurstSortedInBatches(t *testing.T) {
 		})
 		recs[i] = x
 	}
-	var yields atomic.Int64
 	var start atomic.Bool
 	t.Cleanup(func() { start.Store(true) }) // should the sort never yield, the goroutines below still end
 	var wg sync.WaitGroup
-	h.knobs().betweenBatches = func() {
-		yields.Add(1)
-		start.Store(true)
-		runtime.Gosched()
-	}
+	advancing := func() bool { return h.shards[0].advancing } // its long work: a cascade, a sort
+	stopWindows := inWindows(t, h.shards[0], advancing, func() { start.Store(true) })
 	goRandom(&wg, 2, 6, func(g int, rnd *rand.Rand) {
 		for !start.Load() {
 			runtime.Gosched()
@@ -60,12 +54,12 @@ func TestLate_BurstSortedInBatches(t *testing.T) {
 	mustReturn(t, 30*time.Second, "Advance (a sort of 20,000 past deadlines in batches, with goroutines stopping and re-arming them)", func() { h.Advance() })
 	start.Store(true)
 	waitWithin(t, 30*time.Second, &wg, "the goroutines stopping and re-arming timers during the sort")
-	h.knobs().betweenBatches = nil
+	yields := stopWindows()
 	clk.Add(3 * time.Hour)
 	advanceWithin(t, h, "the re-armed timers, hours later")
 	assertEachArmingEnded(t, recs)
 	assert.Equal(t, 0, h.Len())
-	assert.Greater(t, yields.Load(), int64(n/64), "the lock was let go between batches")
+	assert.Positive(t, yields, "the lock was let go between batches")
 	mustCheck(t, h)
 }
 
@@ -73,9 +67,7 @@ func TestLate_BurstSortedInBatches(t *testing.T) {
 // deadline order, before the timers due now, also when a burst is larger
 // than a batch.
 func TestLate_OrderOfPastDeadlines(t *testing.T) {
-	h, clk := newFake(t, WithShards(3))
-	roundRobin(h)
-	h.knobs().batch = 8
+	h, clk := newFake(t, WithShards(3), withBatch(8))
 	clk.Add(time.Minute)
 	var got []time.Duration
 	rec := func(d time.Duration) func() { return func() { got = append(got, d) } }
@@ -102,9 +94,8 @@ func TestLate_OrderOfPastDeadlines(t *testing.T) {
 // found by TestTimeouts_RemoveRacesExpiry under -race; this test drives the
 // same path deterministically but the detector does not always see it.)
 func TestLate_TimerLeavesLimboForAnotherHierarchy(t *testing.T) {
-	h, clk := newFake(t, WithShards(1))
+	h, clk := newFake(t, WithShards(1), withBatch(8))
 	other, _ := newFake(t, WithShards(1))
-	h.knobs().batch = 8
 	clk.Add(time.Hour)
 	const n = 200
 	timers := make([]Timer, n)
@@ -123,22 +114,24 @@ func TestLate_TimerLeavesLimboForAnotherHierarchy(t *testing.T) {
 			}
 		}
 	})
-	next := 0
-	h.knobs().betweenBatches = func() {
+	next, left := 0, 0
+	s := h.shards[0]
+	stop := inWindows(t, s, func() bool { return s.sorting }, func() {
 		if next < n/2 {
 			tm := &timers[next]
 			next += 2
 			if tm.Stop() {
+				left++
 				tm.Init(other, func() {})
 				moved <- tm
 			}
 		}
-	}
+	})
 	advanceWithin(t, h, "a sort of past deadlines, timers leaving for another hierarchy between its batches")
-	h.knobs().betweenBatches = nil
+	stop()
 	close(moved)
 	waitWithin(t, 10*time.Second, &wg, "the goroutine re-arming the timers that left")
-	assert.Equal(t, int64(n-next/2), fired.Load())
+	assert.Equal(t, int64(n-left), fired.Load())
 	mustCheck(t, h)
 	mustCheck(t, other)
 }
@@ -166,8 +159,7 @@ func TestNext_ManyPastDeadlines(t *testing.T) {
 // and advanced there, nothing armed.
 func newSortingBy4(t *testing.T) (*Hierarchy, *fakeClock) {
 	t.Helper()
-	h, clk := newFake(t, WithShards(1))
-	h.knobs().batch = 4
+	h, clk := newFake(t, WithShards(1), withBatch(4))
 	clk.Add(time.Hour)
 	advanceWithin(t, h, "the next Advance")
 	return h, clk
@@ -188,11 +180,8 @@ func TestNext_WhileSortingPastDeadlines(t *testing.T) {
 	}
 	s := h.shards[0]
 	checked := false
-	h.knobs().betweenBatches = func() {
-		s.lock()
-		limbo := s.sorting && s.late.empty()
-		s.mu.Unlock()
-		if !limbo || checked {
+	stop := inWindows(t, s, func() bool { return s.sorting && s.late.empty() }, func() {
+		if checked {
 			return
 		}
 		checked = true // every past timer is in limbo, being sorted
@@ -206,9 +195,9 @@ func TestNext_WhileSortingPastDeadlines(t *testing.T) {
 		e, ok := h.nextWake()
 		assert.True(t, ok)
 		assert.Equal(t, h.dueTick(int64(now.Add(-10*time.Second).Sub(h.origin))), e, "the driver's next wake while sorting")
-	}
+	})
 	advanceWithin(t, h, "a sort of past deadlines, Next called between its batches")
-	h.knobs().betweenBatches = nil
+	stop()
 	require.True(t, checked, "the hook saw every past timer in limbo")
 	advanceWithin(t, h, "the Advance after")
 	assert.Len(t, got, 11)
@@ -221,8 +210,7 @@ func TestNext_WhileSortingPastDeadlines(t *testing.T) {
 // merged into it in batches. A timer of the overdue list stopped between
 // two batches must not derail the merge.
 func TestLate_MergeIntoOverdueWhileStopping(t *testing.T) {
-	h, clk := newFake(t, WithShards(1))
-	h.knobs().batch = 4
+	h, clk := newFake(t, WithShards(1), withBatch(4))
 	origin := h.origin
 	advanceTo(t, h, clk, origin.Add(time.Hour), "the next Advance")
 	var got []time.Duration
@@ -236,13 +224,14 @@ func TestLate_MergeIntoOverdueWhileStopping(t *testing.T) {
 	for m := time.Duration(40); m < 48; m++ {
 		h.AtFunc(origin.Add(m*time.Minute), rec(m*time.Minute))
 	}
-	h.knobs().betweenBatches = func() {
+	s := h.shards[0]
+	stop := inWindows(t, s, func() bool { return s.sorting }, func() {
 		if len(overdue) > 0 && overdue[0].Stop() { // the merge's place in the overdue list, once merging
 			overdue = overdue[1:]
 		}
-	}
+	})
 	assert.Equal(t, 0, advanceWithin(t, h, "a merge of past deadlines into the overdue list"))
-	h.knobs().betweenBatches = nil
+	stop()
 	mustCheck(t, h)
 	advanceTo(t, h, clk, origin.Add(2*time.Hour), "firing the merged overdue list")
 	want := []time.Duration{}
@@ -270,16 +259,16 @@ func TestLate_StopAndRearmSameTickWhileSorting(t *testing.T) {
 		timers = append(timers, h.AtFunc(now.Add(-time.Duration(10-i)*time.Second), func() { fired[i]++ }))
 	}
 	yields := 0
-	h.knobs().betweenBatches = func() {
-		yields++
-		if yields == 1 { // the first batch is in limbo
+	s := h.shards[0]
+	stop := inWindows(t, s, func() bool { return s.sorting }, func() {
+		if yields++; yields == 1 { // the first batch is in limbo
 			x := timers[0]
 			assert.True(t, x.Stop())
 			assert.False(t, x.ResetAt(x.Deadline()), "re-armed after the Stop")
 		}
-	}
+	})
 	n := advanceWithin(t, h, "a sort of past deadlines with a timer stopped and re-armed meanwhile")
-	h.knobs().betweenBatches = nil
+	stop()
 	mustCheck(t, h)
 	n += advanceWithin(t, h, "the Advance after")
 	assert.Equal(t, 10, n)

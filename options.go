@@ -40,6 +40,11 @@ type config struct {
 	slots    []int
 	shards   int // 0: one per GOMAXPROCS
 	parallel bool
+	manual   bool // WithManualAdvance, or WithClock
+	// batch, if positive, replaces the size of the batches of long work
+	// under a shard's lock (see batch). Only tests set it, to open the
+	// windows between batches at small sizes.
+	batch int
 }
 
 type optionFunc func(*config) error
@@ -92,6 +97,11 @@ func WithLevels(slots ...int) Option {
 // the processor prefers then. The default, 0, is one shard per
 // GOMAXPROCS at the time of [New]. n must be between 0 and [MaxShards].
 //
+// With a clock given by [WithClock], placement follows the calls alone, so
+// that a test is deterministic across shards too: new timers are dealt to
+// the shards in turn, in the order they are armed or initialized, and an
+// unarmed timer armed again moves to the next shard in turn.
+//
 // More shards cost memory (every shard has every level's slots) and make
 // each Advance visit more locks per tick that has work; fewer make arming
 // from many cores contend. Callbacks still run one at a time, in deadline
@@ -103,6 +113,18 @@ func WithShards(n int) Option {
 				ErrInvalidConfig, n, MaxShards)
 		}
 		c.shards = n
+		return nil
+	})
+}
+
+// WithManualAdvance makes the caller drive the hierarchy: it calls
+// [Hierarchy.Advance] (when [Hierarchy.Next] says) from a loop of its own,
+// and no driver goroutine starts until [Hierarchy.Start]. [WithClock]
+// implies it. Without either, the hierarchy drives itself (see "Driving
+// the wheels" in the package doc).
+func WithManualAdvance() Option {
+	return optionFunc(func(c *config) error {
+		c.manual = true
 		return nil
 	})
 }

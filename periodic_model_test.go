@@ -83,7 +83,7 @@ const pmMaxSteps = 1000
 func newPModel(tb testing.TB, l layout, desc string, src source, progress *atomic.Int64) *pmodel {
 	mock := clock.NewMock()
 	mock.Set(simStart) // off the tick of every layout
-	h, widths := l.newHierarchy(tb, mock, src)
+	h, widths := l.newHierarchy(tb, mock)
 	return &pmodel{
 		tb: tb, desc: desc, src: src, mock: mock, h: h,
 		ref: &sim{tick: int64(l.tick)}, tick: int64(l.tick),

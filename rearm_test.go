@@ -527,15 +527,13 @@ func TestLaterMove_RacingTheFiringIsExactlyOnce(t *testing.T) {
 	}
 }
 
-// armInFirstShard makes h arm new timers in its first shard until toLast
-// is called, and in its last shard from then on: a callback that calls it
-// arms a timer in a shard whose now lags behind (it had no work).
+// armInFirstShard makes h arm its next new timer in its first shard, and
+// toLast the one after it in its last shard: a callback that calls it arms
+// a timer in a shard whose now lags behind (it had no work).
 func armInFirstShard(h *Hierarchy) (last *shard, toLast func()) {
-	var pick atomic.Pointer[shard]
-	pick.Store(h.shards[0])
-	h.knobs().pick = func() *shard { return pick.Load() }
+	dealNext(h, 0)
 	last = h.shards[len(h.shards)-1]
-	return last, func() { pick.Store(last) }
+	return last, func() { dealNext(h, len(h.shards)-1) }
 }
 
 // TestReArm_LaterMoveInsideResetEverysWindowLeavesItOneShot: a later-move

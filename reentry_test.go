@@ -69,7 +69,7 @@ func TestAdvance_OfAnotherHierarchyFromACallbackRuns(t *testing.T) {
 // the callbacks run on goroutines of Advance's, which waits for them too.
 func TestAdvance_FromAParallelCallbackWaitsForIt(t *testing.T) {
 	h, clk := newFake(t, WithShards(2), WithParallelCallbacks())
-	h.knobs().pick = func() *shard { return h.shards[1] }
+	dealNext(h, 1)
 	var returned <-chan struct{}
 	h.AfterFunc(time.Millisecond, func() {
 		returned = assertWaitsForCallback(t, "h.Advance", func() { h.Advance() })
@@ -171,7 +171,7 @@ func TestStop_FromACallbackOfTheDriverWaitsForIt(t *testing.T) {
 	})
 	returned := recvWithin(t, 5*time.Second, got, "the driver's callback")
 	recvWithin(t, 10*time.Second, returned, "h.Stop once the callback returned")
-	assert.Equal(t, int64(notRunning), h.driver.sleepUntil.Load())
+	assert.Equal(t, h.driver.idleState(), h.driver.sleepUntil.Load())
 }
 
 // TestStop_FromACallbackOfAnAdvanceLoopWhileTheDriverRunsReturnsAfterIt:
@@ -195,7 +195,7 @@ func TestStop_FromACallbackOfAnAdvanceLoopWhileTheDriverRunsReturnsAfterIt(t *te
 	go h.Advance() // or the driver runs it: both are inside Advance
 	close(release)
 	recvWithin(t, 10*time.Second, stopped, "Stop from a callback's goroutine")
-	assert.Equal(t, int64(notRunning), h.driver.sleepUntil.Load())
+	assert.Equal(t, h.driver.idleState(), h.driver.sleepUntil.Load())
 }
 
 // TestStop_FromACallbackWithoutTheDriverReturns: with no driver running,
@@ -231,7 +231,7 @@ func TestStop_FromAnotherHierarchysDriverCallbackWaits(t *testing.T) {
 	got := make(chan any, 1)
 	h2.AfterFunc(time.Millisecond, func() { got <- recovered(h.Stop) })
 	assert.Nil(t, recvWithin(t, 5*time.Second, got, "h.Stop from h2's callback"), "no panic")
-	assert.Equal(t, int64(notRunning), h.driver.sleepUntil.Load(), "h's driver stopped")
+	assert.Equal(t, h.driver.idleState(), h.driver.sleepUntil.Load(), "h's driver stopped")
 }
 
 // TestStart_FromItsOwnCallbackIsANoOp: the driver runs already.

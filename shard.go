@@ -104,12 +104,6 @@ func (s *shard) lock() {
 // yieldLocked lets goroutines waiting for s.mu take it, then takes it
 // back. It is called between batches of long work. s.mu must be held.
 func (s *shard) yieldLocked() {
-	if hook := s.h.betweenBatchesHook(); hook != nil {
-		s.mu.Unlock()
-		hook()
-		s.lock()
-		return
-	}
 	if s.waiting.Load() == 0 {
 		return
 	}
@@ -381,7 +375,7 @@ func (s *shard) collectLocked(c int64) {
 func (s *shard) cascadeLocked(l *level, sl int) {
 	sent := &l.slots[sl]
 	for {
-		for range s.h.batchSize() {
+		for range s.h.batch {
 			t := sent.next
 			if t == sent {
 				break

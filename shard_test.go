@@ -20,15 +20,8 @@ import (
 // many goroutines, cascades interrupted by arms, stops and resets, the
 // Reset racing a cascade, Next's bounded scan, parallel callbacks.
 
-// roundRobin makes h place new timers in its shards in turn.
-func roundRobin(h *Hierarchy) {
-	var n atomic.Int64
-	h.knobs().pick = func() *shard { return h.shards[int(n.Add(1))%len(h.shards)] }
-}
-
 func TestShards_AdvanceMergesInDueOrder(t *testing.T) {
 	h, clk := newFake(t, WithShards(4))
-	roundRobin(h)
 	r := rand.New(rand.NewPCG(3, 4))
 	var got []time.Duration
 	var want []time.Duration
@@ -57,19 +50,17 @@ func TestShards_AdvanceMergesInDueOrder(t *testing.T) {
 // read the clock), a timer that goes to the empty shard 1.
 func TestShards_AdvanceSeesWorkFiledIntoAPassedShard(t *testing.T) {
 	h, clk := newFake(t, WithShards(2))
-	var into atomic.Pointer[shard]
-	into.Store(h.shards[0])
-	h.knobs().pick = func() *shard { return into.Load() }
-	h.knobs().moveAlways = true
 	var got []string
 	var b Timer
+	dealNext(h, 0)
 	b.Init(h, func() { got = append(got, "b at 150ms") })
+	dealNext(h, 0)
 	h.AfterFunc(100*time.Millisecond, func() {
 		got = append(got, "a at 100ms")
-		into.Store(h.shards[1])
+		dealNext(h, 1) // b, unarmed, moves to the shard dealt next
 		b.ResetAt(h.origin.Add(150 * time.Millisecond))
-		into.Store(h.shards[0])
 	})
+	dealNext(h, 0)
 	h.AfterFunc(200*time.Millisecond, func() { got = append(got, "c at 200ms") })
 	require.Zero(t, h.shards[1].count, "shard 1 starts empty")
 	clk.Add(6 * time.Second)
@@ -88,7 +79,6 @@ func TestShards_AdvanceSeesWorkFiledIntoAPassedShard(t *testing.T) {
 // earlier, and those timers fire in order of their due ticks.
 func TestShards_ConcurrentArmsFireOnTimeAndInOrder(t *testing.T) {
 	h, clk := newFake(t, WithShards(8))
-	roundRobin(h)
 	type armed struct {
 		tm      Timer        // held by value: it exists before its callback can run
 		done    atomic.Int64 // Advances begun when its arming had returned, plus one; 0 until then
@@ -222,9 +212,7 @@ func TestShards_HammerOneTimer(t *testing.T) {
 // that returned true, no timer fires before its deadline, and Len ends
 // exact.
 func TestCascade_TimersStayStoppableBetweenBatches(t *testing.T) {
-	h, clk := newFake(t, WithShards(2))
-	roundRobin(h)
-	h.knobs().batch = 16
+	h, clk := newFake(t, WithShards(2), withBatch(16))
 	const n = 20_000
 	recs := make([]*countedTimer, n)
 	for i := range recs {
@@ -275,8 +263,7 @@ func TestCascade_TimersStayStoppableBetweenBatches(t *testing.T) {
 // held at its clock reading, goes on between two batches, once its timer
 // is at level 0.
 func TestLazyReset_CascadeBeforeStore(t *testing.T) {
-	h, clk := newGated(t, WithShards(1))
-	h.knobs().batch = 1
+	h, clk := newGated(t, WithShards(1), withBatch(1))
 	origin := h.origin
 	s := h.shards[0]
 	tm := h.AtFunc(origin.Add(2*time.Minute+500*time.Millisecond), func() {})
@@ -295,27 +282,25 @@ func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 	go func() { resetDone <- tm.Reset(time.Minute) }() // read at 2m: due at 3m
 	recvWithin(t, 5*time.Second, read, "the Reset's clock reading")
 
-	batches := 0
 	var cascaded, reset, returned bool
-	h.knobs().betweenBatches = func() {
-		if batches++; batches != 1 {
-			return
-		}
-		// Batch 1 moved tm down to level 0, filed by its old deadline.
-		s.lock()
+	// The goroutine waiting for the shard's lock gets it between two
+	// batches: once a batch has moved tm down to level 0, filed by its old
+	// deadline, the Reset stores its deadline, the cascade half done.
+	stop := inWindows(t, s, func() bool {
 		l0, f := s.levels[0], tm.filed
-		cascaded = tm.next != nil && f >= l0.start && f <= l0.last && l0.slots[l0.slotOf(f)].next == tm
-		s.mu.Unlock()
-		letStore() // the Reset stores its deadline with the cascade half done
+		return !cascaded && tm.next != nil && f >= l0.start && f <= l0.last && l0.slots[l0.slotOf(f)].next == tm
+	}, func() {
+		cascaded = true
+		letStore()
 		select {
 		case reset = <-resetDone:
 			returned = true
 		case <-time.After(2 * time.Second):
 		}
-	}
+	})
 	clk.Set(origin.Add(2 * time.Minute))
 	assert.Equal(t, 0, advanceWithin(t, h, "a cascade in batches of one, a Reset storing between two"))
-	h.knobs().betweenBatches = nil
+	stop()
 	require.True(t, cascaded, "the first batch of the cascade took the timer down to level 0")
 	require.True(t, returned, "hung: the Reset did not return within 2s while the cascade let the shard's lock go")
 	assert.True(t, reset, "the Reset found the timer armed")
@@ -395,7 +380,6 @@ func TestNext_BoundedScan(t *testing.T) {
 // shard, and Advance returns after all of them.
 func TestParallelCallbacks(t *testing.T) {
 	h, clk := newFake(t, WithShards(4), WithParallelCallbacks())
-	roundRobin(h)
 	const n = 4000
 	var mu sync.Mutex
 	last := map[*shard]time.Duration{}
@@ -425,7 +409,6 @@ func TestParallelCallbacks(t *testing.T) {
 
 func TestParallelCallbacks_PanicPropagates(t *testing.T) {
 	h, clk := newFake(t, WithShards(2), WithParallelCallbacks())
-	roundRobin(h)
 	var fired atomic.Int64
 	for i := range 10 {
 		h.AfterFunc(time.Duration(i+1)*time.Millisecond, func() {
@@ -445,7 +428,6 @@ func TestParallelCallbacks_PanicPropagates(t *testing.T) {
 
 func TestStats(t *testing.T) {
 	h, clk := newFake(t, WithShards(2))
-	roundRobin(h)
 	for i := range 10 {
 		h.AfterFunc(time.Duration(i+1)*time.Millisecond, func() {})
 	}
@@ -534,23 +516,27 @@ func TestTimer_DeadlineBeforeFirstArming(t *testing.T) {
 // lookup of the processor's shard. Every method finds it after a move.
 func TestShards_UnarmedTimerFollowsItsUser(t *testing.T) {
 	h, clk := newFake(t, WithShards(3))
-	cur := h.shards[0]
-	h.knobs().pick = func() *shard { return cur }
 	var fired atomic.Int32
 	var tm Timer
+	dealNext(h, 0)
 	tm.Init(h, func() { fired.Add(1) })
 	require.Same(t, h.shards[0], tm.home())
 
-	cur = h.shards[1]
+	dealNext(h, 1)
 	assert.False(t, tm.Reset(time.Second), "first arming")
-	assert.Same(t, h.shards[0], tm.home(), "uncontended: it stays")
+	assert.Same(t, h.shards[1], tm.home(), "unarmed: it moves to the shard dealt next")
 	assert.True(t, tm.Stop())
+	dealNext(h, 0)
 	assert.False(t, resetContended(t, &tm, time.Second), "re-arming")
-	assert.Same(t, h.shards[1], tm.home(), "armed where it was re-armed from, once its shard was contended")
-	cur = h.shards[2]
+	assert.Same(t, h.shards[0], tm.home(), "its shard contended: it moves to the shard dealt next")
+	dealNext(h, 2)
 	assert.True(t, resetContended(t, &tm, 2*time.Second))
-	assert.Same(t, h.shards[1], tm.home(), "an armed timer stays")
+	assert.Same(t, h.shards[0], tm.home(), "an armed timer stays")
+	dealNext(h, 2)
+	assert.True(t, tm.Reset(3*time.Second))
+	assert.Same(t, h.shards[0], tm.home(), "an armed timer stays, uncontended too")
 	assert.True(t, tm.Stop())
+	dealNext(h, 2)
 	assert.False(t, resetContended(t, &tm, time.Second))
 	require.Same(t, h.shards[2], tm.home()) // not shards[0], whose lock the test takes below
 	assert.Equal(t, 1, h.Len())
@@ -561,7 +547,7 @@ func TestShards_UnarmedTimerFollowsItsUser(t *testing.T) {
 
 	// The processor's shard's lock is held: the timer stays where it is.
 	h.shards[0].lock()
-	cur = h.shards[0]
+	dealNext(h, 0)
 	assert.False(t, resetContended(t, &tm, time.Second))
 	h.shards[0].mu.Unlock()
 	assert.Same(t, h.shards[2], tm.home())
@@ -618,9 +604,9 @@ func TestStats_LatenessOfAncientDeadline(t *testing.T) {
 func TestShards_LenIsOneInstant(t *testing.T) {
 	for _, method := range []string{"Len", "Stats"} {
 		t.Run(method, func(t *testing.T) {
-			h := mustNew(t, WithShards(2))
-			s0, s1 := h.shards[0], h.shards[1]
-			h.knobs().pick = func() *shard { return s0 }
+			h, _ := newFake(t, WithShards(2))
+			s1 := h.shards[1]
+			dealNext(h, 0)
 			x := h.AfterFunc(time.Hour, func() {})
 
 			s1.mu.Lock()
@@ -678,11 +664,11 @@ func BenchmarkAdvance_Shards(b *testing.B) {
 	for _, n := range []int{1, 8, 32, 64} {
 		b.Run(fmt.Sprintf("shards=%d", n), func(b *testing.B) {
 			h, clk := newFake(b, WithShards(n))
-			h.knobs().pick = func() *shard { return h.shards[0] }
 			f := func() {}
 			for b.Loop() {
 				b.StopTimer()
 				for i := range 100 {
+					dealNext(h, 0)
 					h.AfterFunc(time.Duration(i+1)*time.Millisecond, f)
 				}
 				clk.Add(100 * time.Millisecond)
@@ -700,19 +686,15 @@ func BenchmarkAdvance_Shards(b *testing.B) {
 // or of sorting past deadlines, the shard's lock is free (the test hook
 // runs there), and the work then carries on.
 func TestCascade_BatchesLetTheLockGo(t *testing.T) {
-	h, clk := newFake(t, WithShards(1))
-	h.knobs().batch = 4
+	h, clk := newFake(t, WithShards(1), withBatch(4))
 	s := h.shards[0]
-	var yields, held int
-	h.knobs().betweenBatches = func() {
-		yields++
-		if s.mu.TryLock() {
-			s.mu.Unlock()
-		} else {
-			held++
-			t.Errorf("batch %d: the shard's lock is held between batches", yields)
-		}
-	}
+	// The goroutine waiting for the lock gets it with the work half done:
+	// past deadlines being sorted, or the 30s slot being cascaded.
+	slot := int64(30_000)
+	stop := inWindows(t, s, func() bool {
+		l, ok := s.levels[1], s.now.Load() == slot
+		return s.sorting || ok && l.slots[l.slotOf(slot)].next != &l.slots[l.slotOf(slot)]
+	}, func() {})
 	fired := 0
 	for i := range 20 {
 		h.AfterFunc(-time.Duration(i+1)*time.Millisecond, func() { fired++ }) // past deadlines: sorted in batches
@@ -721,8 +703,7 @@ func TestCascade_BatchesLetTheLockGo(t *testing.T) {
 	clk.Add(31 * time.Second)
 	assert.Equal(t, 40, advanceWithin(t, h, "batches of a sort and of a cascade"))
 	assert.Equal(t, 40, fired)
-	assert.Positive(t, yields, "the work was done in batches")
-	assert.Zero(t, held, "the shard's lock was held between batches")
+	assert.Positive(t, stop(), "the lock was let go with the work half done")
 	mustCheck(t, h)
 }
 
@@ -738,8 +719,7 @@ func TestCascade_YieldsToWaiters(t *testing.T) {
 }
 
 func cascadeWithWaiter(t *testing.T) {
-	h, clk := newFake(t, WithShards(1))
-	h.knobs().batch = 1
+	h, clk := newFake(t, WithShards(1), withBatch(1))
 	const n = 2000
 	timers := make([]*Timer, n)
 	for i := range timers {
@@ -777,7 +757,7 @@ func cascadeWithWaiter(t *testing.T) {
 func TestShards_NewTimerAvoidsHeldShard(t *testing.T) {
 	h, _ := newFake(t, WithShards(3))
 	s := h.shards[1]
-	h.knobs().pick = func() *shard { return s }
+	dealNext(h, 1)
 	s.mu.Lock()
 	done := make(chan *Timer, 1)
 	go func() { done <- h.AfterFunc(time.Second, func() {}) }()

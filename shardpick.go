@@ -5,7 +5,11 @@ package timingwheel
 // write a shared cache line, and one that finds its shard's lock held by
 // another processor moves on to the next.
 
-// pickShard returns the shard for a new timer: the current processor's.
+// pickShard returns the shard for a new timer. With a clock given by
+// WithClock, shards are dealt in turn, so that where a timer goes, and so
+// the order of callbacks due at one tick (shard by shard, in index order),
+// follows the calls alone: the same calls give the same order. Otherwise
+// it is the current processor's shard.
 // sync.Pool keeps one item per processor, so goroutines on one core keep
 // using one shard, and cores share one only when there are fewer shards
 // than processors, or after prefer moved one. The pool drops its items at
@@ -15,8 +19,8 @@ func (h *Hierarchy) pickShard() *shard {
 	if len(h.shards) == 1 {
 		return h.shards[0]
 	}
-	if pick := h.pickHook(); pick != nil {
-		return pick()
+	if h.inTurn {
+		return h.shards[uint64(h.rr.Add(1)-1)%uint64(len(h.shards))]
 	}
 	s := h.hints.Get().(*shard)
 	h.hints.Put(s)
@@ -42,8 +46,8 @@ func (h *Hierarchy) lockAnyShard(s *shard) *shard {
 // shards, GOMAXPROCS raised after New, an earlier prefer): then they meet
 // on its lock, and the one that finds it held moves on.
 func (h *Hierarchy) prefer(s *shard) {
-	if h.pickHook() != nil {
-		return
+	if h.inTurn {
+		return // dealt in turn
 	}
 	h.hints.Get() // most likely this processor's
 	h.hints.Put(s)

@@ -207,21 +207,18 @@ func (l layout) options(c clock.Clock) ([]Option, []int) {
 // multiple of any tick.
 var simStart = time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.UTC)
 
-// newHierarchy makes l's hierarchy on clock c. With more than one shard it
-// spreads the timers over the shards at random (from src), and lets
-// re-armed timers change shards, so that Advance merges them and every
-// operation meets timers of other shards. widths are the ticks per slot of
+// newHierarchy makes l's hierarchy on clock c, with opts. With more than
+// one shard, the timers are dealt to the shards in turn and an unarmed
+// timer re-armed moves to the next (as with every clock given by
+// WithClock), so that Advance merges them and every operation meets timers
+// of other shards. widths are the ticks per slot of
 // each level, and the top level's span (saturated where it overflows).
-func (l layout) newHierarchy(tb testing.TB, c clock.Clock, src source) (h *Hierarchy, widths []int64) {
+func (l layout) newHierarchy(tb testing.TB, c clock.Clock, more ...Option) (h *Hierarchy, widths []int64) {
 	tb.Helper()
 	opts, slots := l.options(c)
-	h, err := New(opts...)
+	h, err := New(append(opts, more...)...)
 	if err != nil {
 		tb.Fatal(err)
-	}
-	if n := len(h.shards); n > 1 {
-		h.knobs().pick = func() *shard { return h.shards[src.intn(int64(n))] }
-		h.knobs().moveAlways = true
 	}
 	w := int64(1)
 	for _, n := range slots {
@@ -236,13 +233,9 @@ func (l layout) newHierarchy(tb testing.TB, c clock.Clock, src source) (h *Hiera
 
 func newSim(tb testing.TB, l layout, desc string, src source) *sim {
 	clk := &simClock{now: simStart}
-	h, widths := l.newHierarchy(tb, clk, src)
-	s := &sim{tb: tb, desc: desc, src: src, clk: clk, h: h, tick: int64(l.tick), stats: map[string]int{}, widths: widths}
-	// Cascade in batches of a few timers, and arm, stop and reset timers
-	// between the batches, as other goroutines may.
-	h.knobs().batch = 1 + int(src.intn(4))
-	h.knobs().betweenBatches = s.betweenBatches
-	return s
+	// Cascade in batches of a few timers.
+	h, widths := l.newHierarchy(tb, clk, withBatch(1+int(src.intn(4))))
+	return &sim{tb: tb, desc: desc, src: src, clk: clk, h: h, tick: int64(l.tick), stats: map[string]int{}, widths: widths}
 }
 
 // randTicks returns a tick count on a scale picked at random: within one
@@ -474,8 +467,7 @@ func (s *sim) body(st *simTimer) {
 	}
 }
 
-// rearmed records that a callback, or a step between cascade batches,
-// re-armed st with deadline w and period p.
+// rearmed records that a callback re-armed st with deadline w and period p.
 func (s *sim) rearmed(st *simTimer, w, p int64) {
 	st.cancel()
 	st.period = p
@@ -492,42 +484,6 @@ func (s *sim) randPeriod() int64 {
 		return math.MaxInt64 - s.src.intn(3)
 	}
 	return satAdd(satAdd(1, mulSat(s.randTicks()%(4*s.widths[1]+1), s.tick)), s.src.intn(s.tick))
-}
-
-// betweenBatches runs between two batches of a cascade, with the shard's
-// lock released: it stops, re-arms or arms a timer, as another goroutine
-// may meanwhile. What it arms for a time already reached may fire in this
-// Advance or the next, as if armed by a callback.
-func (s *sim) betweenBatches() {
-	s.stats["cascade-interrupted"]++
-	switch s.src.intn(4) {
-	case 0:
-		if o := s.pick(); o != nil {
-			if got := o.t.Stop(); got != o.live() {
-				s.fatalf("Stop between cascade batches = %v, model armed = %v", got, o.live())
-			}
-			o.armed = false
-			o.cancel()
-		}
-	case 1:
-		if o := s.pick(); o != nil {
-			w := s.randDeadline()
-			if o.armed && s.src.intn(2) == 0 {
-				w = satAdd(o.when, s.src.intn(2*s.widths[1]*s.tick)) // later: the lazy path
-			}
-			if got := o.t.ResetAt(s.h.origin.Add(time.Duration(w))); got != o.live() {
-				s.fatalf("ResetAt between cascade batches = %v, model armed = %v", got, o.live())
-			}
-			s.rearmed(o, clampNs(w), 0)
-		}
-	case 2:
-		if len(s.timers) > 2*maxLive {
-			break // keep Next's scan within its budget, and verify cheap
-		}
-		s.arm(s.randDeadline())
-		st := s.timers[len(s.timers)-1]
-		s.armedInCallback(st, st.when)
-	}
 }
 
 // armedInCallback records that a callback armed st with deadline w. If w

@@ -2,7 +2,6 @@ package timingwheel
 
 import (
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,14 +17,13 @@ import (
 // stopping the old), all with one deadline: Next must always report it.
 func TestSnapshot_NextSeesAHandOffAcrossShards(t *testing.T) {
 	h, clk := newFake(t, WithShards(2))
-	var which atomic.Int32
-	h.knobs().pick = func() *shard { return h.shards[which.Load()] }
+	// Shards are dealt in turn (WithClock): each hand-off arms in the
+	// other shard.
 	deadline := clk.Now().Add(time.Second)
 	old := h.AtFunc(deadline, func() {})
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	goUntilClosed(&wg, stop, func(int) {
-		which.Store(1 - which.Load())
 		n := h.AtFunc(deadline, func() {})
 		old.Stop()
 		old = n
@@ -79,7 +77,7 @@ func TestSnapshot_TimeoutsLenIsOneInstant(t *testing.T) {
 func TestSnapshot_NextHoldsEveryShardAtOnce(t *testing.T) {
 	h, clk := newFake(t, WithShards(2))
 	s0, s1 := h.shards[0], h.shards[1]
-	h.knobs().pick = func() *shard { return s0 }
+	dealNext(h, 0)
 	h.AtFunc(clk.Now().Add(time.Second), func() {})
 	s1.lock()
 	done := make(chan bool, 1)

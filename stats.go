@@ -70,10 +70,10 @@ func (s *Stats) LatenessQuantile(q float64) time.Duration {
 	return s.MaxLateness
 }
 
-// Stats returns a snapshot of the hierarchy's counters. It takes each
-// shard's lock briefly in turn, so it is cheap enough to call once a
-// second, but the counters of different shards are read at slightly
-// different times.
+// Stats returns a snapshot of the hierarchy's counters, at one instant: it
+// holds every shard's lock while it reads them (as [Hierarchy.Len] does),
+// each for as long as it takes to take the others. It is cheap enough to
+// call once a second.
 func (h *Hierarchy) Stats() Stats {
 	h.mustBeMade("Stats")
 	var st Stats

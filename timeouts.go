@@ -17,7 +17,10 @@ import (
 // once per expiry, on the goroutine that advances the hierarchy, with no
 // lock held; by then the key is no longer in the set, and expired may call
 // any method of the set, for example Add to re-arm the key. A key that is
-// re-armed or removed before expired runs for it is not reported.
+// re-armed or removed before expired runs for it is not reported; one added
+// again (by an Add racing the expiry) after it left the set is in the set
+// again, and expired still runs for the expiry: check [Timeouts.Deadline]
+// in expired if a racing Add must win (see the example).
 //
 // Keys are compared with ==, as a map's are. A key that is not equal to
 // itself (a floating-point NaN, or a struct, array or interface holding
@@ -30,8 +33,10 @@ import (
 // timers by value in its own storage, one per key, and reuses the storage
 // of keys that expired or were removed: adding a key and re-arming it
 // allocate nothing once the set has held as many keys before. That storage
-// is kept for reuse, not returned to the heap, when the set shrinks; about
-// 70 bytes per int key at the set's largest. A set holds at most about
+// is kept for reuse, not returned to the heap, when the set shrinks: with
+// int keys, about 70 bytes per key at the set's largest, and about 75 once
+// keys have come and gone (measured with 10^6 keys added, then removed and
+// replaced by 10^6 others: 69 and 74 B per key). A set holds at most about
 // 268 million keys (2^24 per each of its 16 shards); Add panics beyond.
 // Create one with [NewTimeouts]; the zero value is not usable.
 type Timeouts[K comparable] struct {

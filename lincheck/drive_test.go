@@ -161,14 +161,14 @@ func runHistory(t *testing.T, sub subject, m mode, shards int, seed uint64) {
 		h.wheel = wheel{tick: int64(tick)}
 		h.maxD = 12 * int64(tick)
 	}
+	// The modes below drive tw themselves, or Start its driver once the
+	// history is marked: no driver may start by itself on the first arming.
+	opts = append(opts, timingwheel.WithManualAdvance())
 	tw, err := timingwheel.New(opts...)
 	if err != nil {
 		t.Fatalf("seed %d: New: %v", seed, err)
 	}
 	h.tw = tw
-	// The modes below drive tw themselves, or Start its driver once the
-	// history is marked: no driver may start by itself on the first arming.
-	tw.Stop()
 	if !m.mock() {
 		h.ref = tw.Now()
 	}

@@ -42,7 +42,9 @@ import (
 //
 // Close stops the conn's timer, so the hierarchy keeps no reference to a
 // closed conn, and closes c. (A conn dropped without Close is held by the
-// hierarchy until it closes it for being idle.) The first Close returns
+// hierarchy as long as one of its timers is armed: until its idle close,
+// or for good with OnReadIdle, whose event re-arms, or while it is paused
+// with an idle event or a MaxLifetime armed.) The first Close returns
 // c.Close()'s error, or nil if the hierarchy has closed c already; a later
 // Close returns what c's second Close does. The conn's other methods, its
 // own deadlines included, are c's.
