@@ -99,8 +99,10 @@ func WithLevels(slots ...int) Option {
 //
 // With a clock given by [WithClock], placement follows the calls alone, so
 // that a test is deterministic across shards too: new timers are dealt to
-// the shards in turn, in the order they are armed or initialized, and an
-// unarmed timer armed again moves to the next shard in turn.
+// the shards in turn, in the order they are armed or initialized. A timer
+// stays in its shard when armed again, as on the default clock, unless its
+// shard's lock is held by another goroutine at that instant (then it moves
+// to the next shard in turn): calls made on one goroutine never meet that.
 //
 // More shards cost memory (every shard has every level's slots) and make
 // each Advance visit more locks per tick that has work; fewer make arming

@@ -57,8 +57,8 @@ func TestShards_AdvanceSeesWorkFiledIntoAPassedShard(t *testing.T) {
 	dealNext(h, 0)
 	h.AfterFunc(100*time.Millisecond, func() {
 		got = append(got, "a at 100ms")
-		dealNext(h, 1) // b, unarmed, moves to the shard dealt next
-		b.ResetAt(h.origin.Add(150 * time.Millisecond))
+		dealNext(h, 1) // b, unarmed, its shard contended, moves to the shard dealt next
+		rearmContended(t, &b, func() bool { return b.ResetAt(h.origin.Add(150 * time.Millisecond)) })
 	})
 	dealNext(h, 0)
 	h.AfterFunc(200*time.Millisecond, func() { got = append(got, "c at 200ms") })
@@ -524,7 +524,11 @@ func TestShards_UnarmedTimerFollowsItsUser(t *testing.T) {
 
 	dealNext(h, 1)
 	assert.False(t, tm.Reset(time.Second), "first arming")
-	assert.Same(t, h.shards[1], tm.home(), "unarmed: it moves to the shard dealt next")
+	assert.Same(t, h.shards[0], tm.home(), "unarmed, uncontended: it stays")
+	assert.True(t, tm.Stop())
+	dealNext(h, 1)
+	assert.False(t, resetContended(t, &tm, time.Second), "armed again")
+	assert.Same(t, h.shards[1], tm.home(), "unarmed, its shard contended: it moves to the shard dealt next")
 	assert.True(t, tm.Stop())
 	dealNext(h, 0)
 	assert.False(t, resetContended(t, &tm, time.Second), "re-arming")
@@ -560,14 +564,22 @@ func TestShards_UnarmedTimerFollowsItsUser(t *testing.T) {
 // returns what Reset returned.
 func resetContended(t *testing.T, tm *Timer, d time.Duration) bool {
 	t.Helper()
+	return rearmContended(t, tm, func() bool { return tm.Reset(d) })
+}
+
+// rearmContended is resetContended for any re-arm. It reports a hang with
+// t.Errorf, not t.Fatal, so that a callback may call it.
+func rearmContended(t *testing.T, tm *Timer, rearm func() bool) bool {
+	t.Helper()
 	s := tm.home()
 	s.lock()
 	done := make(chan bool, 1)
-	go func() { done <- tm.Reset(d) }()
+	go func() { done <- rearm() }()
 	for deadline := time.Now().Add(5 * time.Second); s.waiting.Load() == 0 && len(done) == 0; {
 		if time.Now().After(deadline) {
 			s.mu.Unlock()
-			t.Fatal("hung: Reset neither returned nor waited for its shard's lock within 5s")
+			t.Errorf("hung: the re-arm neither returned nor waited for its shard's lock within 5s")
+			return false
 		}
 		runtime.Gosched()
 	}
@@ -576,7 +588,7 @@ func resetContended(t *testing.T, tm *Timer, d time.Duration) bool {
 	case armed := <-done:
 		return armed
 	case <-time.After(5 * time.Second):
-		t.Fatal("hung: Reset did not return within 5s of its shard's lock being let go")
+		t.Errorf("hung: the re-arm did not return within 5s of its shard's lock being let go")
 		return false
 	}
 }

@@ -310,7 +310,7 @@ func (t *Timer) resetTo(a arming) bool {
 	s, contended := t.lockShard()
 	armed := t.armedLocked()
 	if !armed {
-		if a.move && !t.b.Load().exec && (contended || s.h.inTurn) {
+		if a.move && !t.b.Load().exec && contended {
 			if n := s.h.pickShard(); n != s && n.mu.TryLock() {
 				t.b.Store(n.bindingLocked(a.period))
 				s.mu.Unlock()
