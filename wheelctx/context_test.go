@@ -195,7 +195,9 @@ func TestWithDeadline_PastDeadlineDoneAtOnce(t *testing.T) {
 			return WithDeadline(h, context.Background(), time.Time{})
 		}},
 		{"WithTimeout(0)", func() (context.Context, context.CancelFunc) { return WithTimeout(h, context.Background(), 0) }},
-		{"WithTimeout(-1s)", func() (context.Context, context.CancelFunc) { return WithTimeout(h, context.Background(), -time.Second) }},
+		{"WithTimeout(-1s)", func() (context.Context, context.CancelFunc) {
+			return WithTimeout(h, context.Background(), -time.Second)
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := tt.make()
