@@ -118,11 +118,23 @@ type deadlineCtx struct {
 	unwatch  func() bool   // undoes the registration with the parent
 	cause    error         // the Cause after the deadline, if not nil
 	// inner, if not nil, is what Value asks: a context.WithCancelCause
-	// context over context.WithoutCancel(parent), cancelled with the
-	// context's cause when it ends, so that context.Cause finds that cause.
+	// context over parentValues{c}, cancelled with the context's cause when
+	// it ends, so that context.Cause finds that cause.
 	inner       context.Context
 	cancelInner context.CancelCauseFunc
 }
+
+// parentValues is what a deadlineCtx's inner context is made over: the
+// parent's values, and no end, as [context.WithoutCancel] of the parent
+// (whose Cause is nil: no cause of an ancestor shows through it), so that
+// [context.WithCancelCause] registers nothing with it. One pointer wide, it
+// is not allocated as an interface: WithoutCancel's would be (16 bytes).
+type parentValues struct{ c *deadlineCtx }
+
+func (parentValues) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (parentValues) Done() <-chan struct{}       { return nil }
+func (parentValues) Err() error                  { return nil }
+func (v parentValues) Value(key any) any         { return v.c.parent.Value(key) }
 
 // An afterNode is one func registered with AfterFunc, in a list.
 type afterNode struct {
@@ -167,7 +179,7 @@ func newCtx(method string, h *timingwheel.Hierarchy, parent context.Context, d t
 		st |= canEnd // (one of ours can end: its Done is not made for asking)
 	}
 	if cause != nil || st&canEnd != 0 {
-		c.inner, c.cancelInner = context.WithCancelCause(context.WithoutCancel(parent))
+		c.inner, c.cancelInner = context.WithCancelCause(parentValues{c})
 	}
 	stop := c.stop // the context's one func value
 	switch {

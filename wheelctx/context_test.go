@@ -1106,14 +1106,13 @@ func TestWithTimeout_AllocationsAsDocumented(t *testing.T) {
 		// Under a parent that can end: the registration (an entry among
 		// the kids of a parent of this package, context.AfterFunc's
 		// context under package context's: each with its stop func), and
-		// the context kept for Cause (WithCancelCause's context and func,
-		// over WithoutCancel's).
-		{"under a context of this package", timeout, parent, false, 7},
-		{"under a context of this package, Done", timeout, parent, true, 8},
-		{"under a context of package context", timeout, std, false, 7},
-		{"under a context of package context, Done", timeout, std, true, 8},
+		// the context kept for Cause (WithCancelCause's context and func).
+		{"under a context of this package", timeout, parent, false, 6},
+		{"under a context of this package, Done", timeout, parent, true, 7},
+		{"under a context of package context", timeout, std, false, 6},
+		{"under a context of package context, Done", timeout, std, true, 7},
 		// A Cause variant keeps the context for Cause under any parent.
-		{"WithTimeoutCause, background", withCause, bg, false, 5},
+		{"WithTimeoutCause, background", withCause, bg, false, 4},
 	} {
 		allocs := testing.AllocsPerRun(1000, func() {
 			ctx, cancel := tt.with(tt.parent)
