@@ -256,7 +256,7 @@ func (c *deadlineCtx) stop() {
 		end = byParent
 	}
 	c.mu.Lock()
-	if c.state.Load()&phase != live {
+	if st = c.state.Load(); st&phase != live { // (doneMade may have changed)
 		c.mu.Unlock()
 		return
 	}

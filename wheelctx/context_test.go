@@ -496,6 +496,7 @@ func TestWithTimeout_StandardChildrenGetDeadlineExceeded(t *testing.T) {
 	}
 	clk.Add(100 * time.Millisecond)
 	h.Advance()
+	waitDone(t, ownChild, "the child under the WithValue wrapper") // told by context.AfterFunc's goroutine
 	for _, c := range []context.Context{ctx, cancelChild, causeChild, timerChild, valueChild, grandchild, ownChild} {
 		assertEnded(t, c, context.DeadlineExceeded, context.DeadlineExceeded, fmt.Sprint(c))
 	}
