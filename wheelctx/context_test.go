@@ -1625,3 +1625,60 @@ func TestWithTimeout_AfterFuncParentToldAtOnceAndUntoldByCancel(t *testing.T) {
 	recvWithin(t, 10*time.Second, ctx.Done(), "Done after the parent's end")
 	assert.Zero(t, h.Len(), "timers armed after the parent's end, nothing having waited on the context")
 }
+
+// TestWithTimeout_ConcurrentUnderEndingParents: goroutines make contexts
+// under parents of package context that other goroutines cancel
+// meanwhile, and cancel a third of them: each ends once, with Canceled, a
+// context under an ended parent is done, and no timer is left.
+func TestWithTimeout_ConcurrentUnderEndingParents(t *testing.T) {
+	h, _ := newFake(t, timingwheel.WithShards(2))
+	for round := range 20 {
+		var parents []context.Context
+		var pcancels []context.CancelFunc
+		for range 3 {
+			p, c := context.WithCancel(context.Background())
+			parents, pcancels = append(parents, p), append(pcancels, c)
+		}
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 200 {
+					p := parents[(g+i)%len(parents)]
+					c, cancel := WithTimeout(h, p, time.Hour)
+					done := c.Done()
+					if i%3 == 0 {
+						cancel()
+						<-done
+						if err := c.Err(); err != context.Canceled {
+							t.Errorf("round %d: cancelled context: Err %v", round, err)
+						}
+						continue
+					}
+					defer cancel()
+					if p.Err() != nil {
+						select {
+						case <-done:
+						case <-time.After(5 * time.Second):
+							t.Errorf("round %d: context under an ended parent not done", round)
+						}
+					}
+				}
+			})
+		}
+		go func() {
+			for _, c := range pcancels {
+				runtime.Gosched()
+				c()
+			}
+		}()
+		waitWithin(t, 30*time.Second, &wg, "goroutines making contexts under ending parents")
+		for _, c := range pcancels {
+			c()
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for h.Len() != 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond) // the last parents' ends arrive through goroutines
+	}
+	assert.Zero(t, h.Len(), "timers left")
+}
