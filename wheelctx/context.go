@@ -52,14 +52,15 @@ func WithTimeoutCause(h *timingwheel.Hierarchy, parent context.Context, d time.D
 //
 // No goroutine is started per context under a parent of package context
 // or of this package, nor for the contexts package context derives from
-// the returned one. Two limits are package context's own: it tells a
-// context of another package of a parent of its own only through
-// [context.AfterFunc], whose func runs in a goroutine of its own, and
-// under any parent it wraps with no AfterFunc method of its own (a
-// [context.WithValue] of one of these contexts) it waits in a goroutine.
-// In both cases Done closes a moment after the parent's end (Err, and
-// Cause, see it at once), and a standard child of the returned context
-// prints as "context.stopCtx.WithCancel".
+// the returned one. The limits are package context's own: it tells a
+// context of another package of the end of a parent of its own only
+// through [context.AfterFunc], whose func runs in a goroutine of its own,
+// and under a parent of no package it knows with no AfterFunc method (a
+// [context.WithValue] of one of these contexts) it waits in a goroutine
+// per context. In both cases Done closes a moment after the parent's end
+// (Err, and Cause, see it at once). And a standard child of the returned
+// context prints as "context.stopCtx.WithCancel": package context wraps a
+// parent with an AfterFunc method in a type without a String method.
 //
 // Creating a context under a parent that cannot end ([context.Background],
 // a [context.WithValue] of it) costs two allocations (the context, which
