@@ -1529,7 +1529,7 @@ func TestWithTimeout_SelfCancelFuncSurvivesGCAndStackGrowth(t *testing.T) {
 			}
 		}
 	}()
-	<-done
+	recvWithin(t, 2*time.Minute, done, "2000 cancels, each after a collection at the bottom of a grown stack")
 	for i, d := range dones {
 		if d != nil && !func() bool {
 			select {
