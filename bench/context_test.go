@@ -89,12 +89,12 @@ func newCtxLoads(tb testing.TB, live int) *ctxLoads {
 	bg := context.Background()
 	for _, im := range l.impls {
 		for i := range ctxPending {
-			_, cancel := im.with(bg, i)
+			_, cancel := im.withD(bg, loadDuration(i))
 			l.cancels = append(l.cancels, cancel)
 		}
 	}
 	for i := range live {
-		l.stops = append(l.stops, time.AfterFunc(farDuration(i), noop).Stop, h.AfterFunc(farDuration(i), noop).Stop)
+		l.stops = append(l.stops, time.AfterFunc(loadDuration(i), noop).Stop, h.AfterFunc(loadDuration(i), noop).Stop)
 	}
 	settle()
 	return l
@@ -110,6 +110,12 @@ func (l *ctxLoads) close() {
 	l.h.Stop()
 	settle()
 }
+
+// loadDuration is the timeout of the i-th pending context or live timer
+// of the load: an hour and 30–60 s, so that none fires while the
+// benchmarks run (farDuration's 30–60 s alone did, in benchmarks of
+// minutes, which then ran next to no load at all after their first 30 s).
+func loadDuration(i int) time.Duration { return time.Hour + farDuration(i) }
 
 // extraCtxImpls, if set by a file of a local run, add implementations
 // to compare (an earlier version of the library's, say).
