@@ -1,7 +1,7 @@
 // Command deadline serves HTTP requests whose deadlines are kept by a
 // timingwheel hierarchy instead of a runtime timer each: a net/http server
 // on 127.0.0.1 (a random port) derives every request's context with
-// h.WithTimeout(r.Context(), timeout), and its handler does simulated work
+// wheelctx.WithTimeout(h, r.Context(), timeout), and its handler does simulated work
 // that gives up when the context is done.
 //
 //	go run ./examples/deadline
@@ -29,11 +29,12 @@ import (
 
 	"github.com/timingwheel/timingwheel"
 	"github.com/timingwheel/timingwheel/internal/demo"
+	"github.com/timingwheel/timingwheel/wheelctx"
 )
 
 // usage is what -help says before the flags.
 const usage = "Serves HTTP on 127.0.0.1 with request deadlines from timingwheel's\n" +
-	"WithTimeout, sends it fast and slow requests, and reports."
+	"wheelctx.WithTimeout, sends it fast and slow requests, and reports."
 
 func main() {
 	cfg := defaultConfig()
@@ -132,7 +133,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now() // before the context: its deadline is after start+timeout
-	ctx, cancel := s.h.WithTimeout(r.Context(), s.timeout)
+	ctx, cancel := wheelctx.WithTimeout(s.h, r.Context(), s.timeout)
 	defer cancel()
 	if err := doWork(ctx, work); err != nil {
 		doneAt := time.Since(start)

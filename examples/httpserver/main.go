@@ -8,7 +8,7 @@
 // pauses a conn's idle close while it serves a request (StateActive) and
 // resumes it when the conn waits for the next (StateIdle), so that a
 // handler slower than idle, or a response streamed to a client that sends
-// nothing, is never cut; each request's context is h.WithTimeout(…,
+// nothing, is never cut; each request's context is wheelctx.WithTimeout(h, …,
 // timeout). A client on the same process then asks for a slow response, a
 // streamed one and a fast one on one keep-alive conn, waits longer than
 // idle, and checks that the server closed the conn (and not before idle),
@@ -31,6 +31,7 @@ import (
 	"github.com/timingwheel/timingwheel"
 	"github.com/timingwheel/timingwheel/internal/demo"
 	"github.com/timingwheel/timingwheel/netidle"
+	"github.com/timingwheel/timingwheel/wheelctx"
 )
 
 func main() {
@@ -109,7 +110,7 @@ func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
 	// /work?d=… works for d, giving up when the request's deadline passes.
 	mux.HandleFunc("/work", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := s.h.WithTimeout(r.Context(), s.cfg.Timeout)
+		ctx, cancel := wheelctx.WithTimeout(s.h, r.Context(), s.cfg.Timeout)
 		defer cancel()
 		d, err := time.ParseDuration(r.URL.Query().Get("d"))
 		if err != nil {

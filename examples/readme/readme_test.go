@@ -23,6 +23,7 @@ import (
 	"github.com/timingwheel/timingwheel"
 	"github.com/timingwheel/timingwheel/internal/demotest"
 	"github.com/timingwheel/timingwheel/netidle"
+	"github.com/timingwheel/timingwheel/wheelctx"
 	"github.com/timingwheel/timingwheel/wheeltest"
 )
 
@@ -142,7 +143,7 @@ func TestSessionsExpireSynctest(t *testing.T) {
 // searchHandler gives each request 200ms; search gives up when ctx is done.
 func searchHandler(h *timingwheel.Hierarchy, search func(context.Context, string) (string, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := h.WithTimeout(r.Context(), 200*time.Millisecond)
+		ctx, cancel := wheelctx.WithTimeout(h, r.Context(), 200*time.Millisecond)
 		defer cancel() // stops the timer at once
 		result, err := search(ctx, r.URL.Query().Get("q"))
 		if errors.Is(err, context.DeadlineExceeded) {

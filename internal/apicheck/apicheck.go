@@ -32,6 +32,8 @@ import (
 var Packages = []string{
 	"github.com/timingwheel/timingwheel",
 	"github.com/timingwheel/timingwheel/netidle",
+	"github.com/timingwheel/timingwheel/wheelctx",
+	"github.com/timingwheel/timingwheel/wheeltest",
 	"github.com/timingwheel/timingwheel/gnet", // package gnetwheel, in the gnet module (through go.work)
 }
 

@@ -28,7 +28,7 @@ var glance = []glanceRow{
 	{"re-arm one of 10^6 keys from 8 goroutines per core: `Timeouts.Add` / sharded map of `*time.Timer`", "TimeoutsParallel/impl=wheel/keys=1000000", "TimeoutsParallel/impl=runtime/keys=1000000", "ns/op"},
 	{"heartbeat on one of 10,000 TCP connections: `Timer.Reset` / `conn.SetReadDeadline`", "Heartbeat/impl=wheel/api=Timer/conns=10000", "Heartbeat/impl=runtime/api=SetReadDeadline/conns=10000", "ns/op"},
 	{"a 512-byte Read on a loopback conn (after a Write): `netidle.Conn` / the bare `net.Conn`", "IdleConnRead/impl=idleconn/read=512B", "IdleConnRead/impl=raw/read=512B", "ns/op"},
-	{"request deadline, create + cancel, one goroutine: `h.WithTimeout` / `context.WithTimeout`", "WithTimeout/parent=background/done=false/impl=wheel/pending=100000", "WithTimeout/parent=background/done=false/impl=context/pending=100000", "ns/op"},
+	{"request deadline, create + cancel, one goroutine: `wheelctx.WithTimeout` / `context.WithTimeout`", "WithTimeout/parent=background/done=false/impl=wheel/pending=100000", "WithTimeout/parent=background/done=false/impl=context/pending=100000", "ns/op"},
 	{"request deadline with `Done()` called, under a `WithCancel` parent, one goroutine", "WithTimeout/parent=cancel/done=true/impl=wheel/pending=100000", "WithTimeout/parent=cancel/done=true/impl=context/pending=100000", "ns/op"},
 	{"request deadline, create + cancel, 8 goroutines per core", "WithTimeoutParallel/parent=background/done=false/impl=wheel/pending=100000", "WithTimeoutParallel/parent=background/done=false/impl=context/pending=100000", "ns/op"},
 	{"start + stop a periodic timer: `t.ResetEvery(p); t.Stop()` / `time.NewTicker(p).Stop()`", "PeriodicArmStop/impl=wheel", "PeriodicArmStop/impl=ticker", "ns/op"},
@@ -247,18 +247,19 @@ func (d *doc) deadlines() {
 		return
 	}
 	d.heading("Request deadlines")
-	d.p("`h.WithTimeout(parent, d)` + cancel against `context.WithTimeout(parent, d)` + cancel\n")
+	d.p("`wheelctx.WithTimeout(h, parent, d)` + cancel against `context.WithTimeout(parent, d)` + cancel\n")
 	d.p("([`bench/context_test.go`](%s/bench/context_test.go)), d 30–60 s so that nothing fires, next to\n", d.root)
 	d.p("10^5 pending contexts of each kind (`Live`: and 10^6 more live timers of each implementation),\n")
-	d.p("the wheel's driver running. `parent=background` is `context.Background()`; `parent=cancel` a\n")
-	d.p("`context.WithCancel` parent, as a request context is (one per goroutine in the parallel rows);\n")
+	d.p("the wheel's driver running. `parent=background` is `context.Background()`; `parent=cancel` one\n")
+	d.p("`context.WithCancel` parent shared by every goroutine; `parent=own` a `WithCancel` parent of its\n")
+	d.p("own per request (a server's request context), made and cancelled inside the timed loop.\n")
 	d.p("`done=true` calls `Done()` before cancel, as a `select` on it does. `Parallel` is `b.RunParallel`\n")
-	d.p("with `SetParallelism(8)`. `FreshParent`: a `WithCancel` parent of its own per request, made and\n")
-	d.p("cancelled inside the timed loop, `Done` called. CPU is the process's (all threads, GC included)\n")
+	d.p("with `SetParallelism(8)`. `Fire`: create + fire, contexts of 1 ms in batches of 1000, each batch\n")
+	d.p("waited for (compare CPU time). CPU is the process's (all threads, GC included)\n")
 	d.p("per operation, which other processes on the machine disturb less than wall time. GOMAXPROCS=2.\n\n")
 	for _, unit := range []string{"ns/op", "cpu-ns/op"} {
 		d.p("%s:\n\n", map[string]string{"ns/op": "Wall time", "cpu-ns/op": "CPU time"}[unit])
-		t := newTable([]string{"benchmark", "case"}, []string{"`h.WithTimeout`", "`context.WithTimeout`"}, ratio{1, 0, "context ÷ timingwheel", true})
+		t := newTable([]string{"benchmark", "case"}, []string{"`wheelctx.WithTimeout`", "`context.WithTimeout`"}, ratio{1, 0, "context ÷ timingwheel", true})
 		for _, n := range names {
 			top, _, _ := strings.Cut(n, "/")
 			d.add(t, []string{top, caseOf(n)}, d.get(n, "2", unit), d.get(withImpl(n, "context"), "2", unit))
