@@ -452,7 +452,7 @@ func TestReArm_LockedReArmAfterALaterMoveMeasuresFromALaterReading(t *testing.T)
 	recvWithin(t, 5*time.Second, held, "Reset A's reading under the lock")
 	clk.Set(start.Add(60 * time.Millisecond))
 	bDone := make(chan bool, 1)
-	go func() { bDone <- tm.Reset(2 * time.Hour) }() // a later-move: no lock
+	go func() { bDone <- tm.Reset(time.Hour + time.Minute) }() // a later-move (within its range, see when.go): no lock
 	assert.True(t, recvWithin(t, 5*time.Second, bDone, "Reset B, a later-move while A holds the lock"))
 	release()
 	assert.True(t, recvWithin(t, 5*time.Second, aDone, "Reset A, released"))
