@@ -17,8 +17,12 @@ import (
 // another, each at an instant during its call, and a Reset(d) measures d
 // from a clock reading taken during its call after the re-arm before it
 // took effect: of two Resets, the one that takes effect later also
-// measures d from a later reading. [Timer.Deadline] returns the deadline
-// of the re-arm that took effect last.
+// measures d from a later reading. That holds whatever happened between:
+// a Reset that finds the timer armed and, before it takes effect, sees it
+// stopped, fired or re-armed by another call — even armed again for the
+// very deadline it had — takes effect after that call, from a reading
+// taken after it. [Timer.Deadline] returns the deadline of the re-arm that
+// took effect last.
 type Timer struct {
 	next, prev *Timer // position in a list; nil when in none
 	// b is what the timer is bound to: its shard, and whether it is
@@ -192,7 +196,10 @@ func (t *Timer) armedLocked() bool {
 // reader does on every read — takes no lock and writes nothing but the
 // timer itself: one clock read and one compare-and-swap of its deadline.
 // The timer stays where it is filed, and its shard files it again when
-// that tick comes. Any other Reset takes the timer's shard's lock. Of two
+// that tick comes. A move of more than about 4.6 minutes (2^38 ns) past
+// that tick takes the lock once, to file the timer under its new tick; a
+// hierarchy whose tick is longer than about 2 minutes takes it for every
+// Reset. Any other Reset takes the timer's shard's lock. Of two
 // concurrent Resets, the one that takes effect later also measured d from
 // a later clock reading. Reset never allocates.
 func (t *Timer) Reset(d time.Duration) bool {
