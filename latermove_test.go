@@ -181,3 +181,54 @@ func TestLaterMove_BeyondItsRangeTakesTheLockOnce(t *testing.T) {
 	assert.Equal(t, 1, fired)
 	mustCheck(t, h)
 }
+
+// TestLaterMove_FarUnderTheLockFilesAgain: a re-arm under the lock (here
+// Reset of a periodic timer, which makes it one-shot) to a later deadline
+// beyond the offset's range cannot stay where the timer is filed: it files
+// it under its new tick, and the deadline is exact.
+func TestLaterMove_FarUnderTheLockFilesAgain(t *testing.T) {
+	h, clk := newFake(t, WithShards(1))
+	origin := h.origin
+	fired := 0
+	tm := h.Every(time.Minute, func() { fired++ })
+	far := 24*time.Hour + 123*time.Nanosecond
+	require.True(t, tm.Reset(far))
+	require.Equal(t, origin.Add(far), tm.Deadline())
+	assert.Equal(t, h.dueTick(int64(far)), tm.filed, "filed under the new deadline's tick")
+	mustCheck(t, h)
+	due := h.Due(tm.Deadline())
+	advanceTo(t, h, clk, due.Add(-time.Millisecond), "before the deadline's tick")
+	assert.Zero(t, fired, "fired before its deadline (or at the periodic instants it no longer has)")
+	advanceTo(t, h, clk, due, "the deadline's tick")
+	assert.Equal(t, 1, fired)
+}
+
+// TestLaterMove_WordLayout: the generation wraps within its bits, never
+// into the unfiled and frozen bits; with the default tick the offset holds
+// 2^38 ns, and a tick too long to leave 24 bits of generation makes every
+// re-arm take the lock, which still re-arms exactly.
+func TestLaterMove_WordLayout(t *testing.T) {
+	h, _ := newFake(t)
+	assert.Equal(t, int64(1)<<38-1, h.offMask)
+	assert.True(t, h.laterFree)
+	top := int64(frozenBit-1) &^ h.offMask // the last generation
+	p := top | 12345
+	assert.Equal(t, int64(0), h.nextGen(p), "the generation after the last is the first")
+	assert.True(t, movable(h.nextGen(p)|p&h.offMask))
+	assert.True(t, unfiled(h.nextGen(p)|unfiledBit))
+	assert.False(t, movable(h.nextGen(p)|frozenBit))
+	assert.False(t, unfiled(h.nextGen(p)|frozenBit))
+
+	hl, clk := newFake(t, WithTick(time.Hour), WithShards(1))
+	assert.False(t, hl.laterFree, "a 1h tick leaves fewer than 24 bits of generation")
+	origin := hl.origin
+	fired := 0
+	tm := hl.AfterFunc(time.Hour, func() { fired++ })
+	require.True(t, tm.Reset(3*time.Hour+time.Nanosecond))
+	assert.Equal(t, origin.Add(3*time.Hour+time.Nanosecond), tm.Deadline())
+	advanceTo(t, hl, clk, origin.Add(3*time.Hour), "before the deadline's tick")
+	assert.Zero(t, fired)
+	advanceTo(t, hl, clk, origin.Add(4*time.Hour), "the deadline's tick")
+	assert.Equal(t, 1, fired)
+	mustCheck(t, hl)
+}
