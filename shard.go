@@ -413,10 +413,10 @@ func (t *Timer) claimLocked(b *binding, clockNs int64) (w, next int64, due bool)
 		if h.dueTick(w) != t.filed {
 			return w, 0, false
 		}
-		to := h.nextGen(p) | p&h.offMask | unfiledBit
+		to := p | unfiledBit
 		if b.period > 0 {
 			next = h.nextRun(w, b.period, clockNs)
-			to = h.nextGen(p) | frozenBit
+			to = p | frozenBit
 		}
 		if t.when.CompareAndSwap(p, to) {
 			return w, next, true

@@ -11,15 +11,17 @@ import (
 // which arming it belongs to: a later-move that loaded it takes effect only
 // if nothing else changed it since, and a Stop followed by a re-arm for the
 // same deadline is a change. So when holds a generation beside the
-// deadline, and never comes back to a value it held (but after 2^k changes
-// of that very timer, k >= 24; see wordBits):
+// deadline, and never comes back to a filed value it held (but after 2^k
+// filed values of that very timer, k >= 24; see wordBits). Unfiled and
+// frozen keep the generation of the word they end: a later-move never
+// swaps from them, and the lock's holder stores a new one after them.
 //
 //	bit 63      unfiled: the timer is in no list (never armed, stopped,
 //	            fired, or an executor run pending)
 //	bit 62      frozen: filed, and being filed again under the lock; a
 //	            later-move that finds it takes the lock
-//	bits R..61  the generation: one more at every change of when but a
-//	            later-move to a strictly later deadline
+//	bits R..61  the generation: one more in every filed word stored under
+//	            the lock, and at a later-move to the deadline the timer has
 //	bits 0..R-1 off: the deadline, as an offset from base(filed)
 //
 // The deadline is base(filed) + off, where filed is the tick the timer was
@@ -73,7 +75,7 @@ func (h *Hierarchy) base(f int64) int64 {
 	return satAdd(h.tickNanos(f-1), 1)
 }
 
-// genOf returns the generation of p, one more: p's bits R..61, advanced.
+// nextGen returns p's bits R..61, the generation, advanced by one.
 func (h *Hierarchy) nextGen(p int64) int64 {
 	return (p + h.offMask + 1) & (frozenBit - 1) &^ h.offMask
 }
@@ -118,7 +120,7 @@ func (t *Timer) unfileLocked(h *Hierarchy) bool {
 		if unfiled(p) {
 			return false
 		}
-		if t.when.CompareAndSwap(p, h.nextGen(p)|p&h.offMask|unfiledBit) {
+		if t.when.CompareAndSwap(p, p|unfiledBit) {
 			return true
 		}
 	}
@@ -128,7 +130,7 @@ func (t *Timer) unfileLocked(h *Hierarchy) bool {
 // t may be filed again under another tick: no later-move lands meanwhile.
 // t's shard's lock must be held; publishLocked ends it.
 func (t *Timer) freezeLocked(h *Hierarchy, p int64) bool {
-	return t.when.CompareAndSwap(p, h.nextGen(p)|frozenBit)
+	return t.when.CompareAndSwap(p, p|frozenBit)
 }
 
 // refileLocked files t, taken off its list, again by its deadline, which a
