@@ -80,8 +80,9 @@ func (h *Hierarchy) nextRun(when, per, clockNs int64) int64 {
 }
 
 // rearmPeriodicLocked files t, a periodic timer that is firing now and
-// whose when claimLocked froze, for its next run, at the instant next, before its callback starts (so Stop from the callback
-// wins). s.mu must be held.
+// whose when claimLocked froze, for its next run, at the instant next,
+// before its callback starts (so Stop from the callback wins), and stores
+// its word, filed. s.mu must be held.
 func (s *shard) rearmPeriodicLocked(t *Timer, next int64) {
 	s.stats.fired++
 	s.stats.armed++ // the next run is an arming of its own
