@@ -56,7 +56,7 @@ func (h *Hierarchy) advance() int {
 			t.unlink()
 			// Filed again by its deadline, which a later-move may have
 			// changed since (see shard.inWheel).
-			s.fileLocked(t, s.h.dueTick(t.when.Load()), false)
+			s.refileLocked(t)
 		}
 		s.mu.Unlock()
 		s.mergeLate()

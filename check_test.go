@@ -88,11 +88,11 @@ func (sh *shard) check() error {
 				return errors.New("foreign node")
 			}
 			f := x.filed
-			w := x.when.Load()
-			if w == notFiled {
-				return fmt.Errorf("timer in a list is marked not filed (filed %d)", f)
+			p := x.when.Load()
+			if !movable(p) {
+				return fmt.Errorf("timer in a list is marked not filed or frozen (filed %d, word %#x)", f, p)
 			}
-			if d := sh.h.dueTick(w); d < f {
+			if d := sh.h.dueTick(x.deadlineLocked(sh.h, p)); d < f {
 				return fmt.Errorf("timer due at tick %d filed later, at %d", d, f)
 			}
 			n++

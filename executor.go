@@ -71,7 +71,7 @@ func (s *shard) handOverLocked(t *Timer) {
 	if b := t.b.Load(); !b.pending {
 		t.b.Store(b.flip)
 	}
-	if t.when.Load() == notFiled { // one-shot: its arming ends when the run starts
+	if unfiled(t.when.Load()) { // one-shot: its arming ends when the run starts
 		s.hops++
 	}
 }
@@ -84,7 +84,7 @@ func (t *Timer) cancelRunLocked(s *shard) {
 		return
 	}
 	t.b.Store(b.flip)
-	if t.when.Load() == notFiled {
+	if unfiled(t.when.Load()) {
 		s.hops--
 	}
 }
@@ -102,7 +102,7 @@ func (t *Timer) runOn(pair *[2]binding) bool {
 	}
 	t.b.Store(b.flip)
 	emptied := false
-	if t.when.Load() == notFiled { // a one-shot run: the arming ends here
+	if unfiled(t.when.Load()) { // a one-shot run: the arming ends here
 		s.hops--
 		s.tallyLocked(-1, &s.stats.fired)
 		emptied = s.count == 0

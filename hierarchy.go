@@ -23,6 +23,10 @@ type Hierarchy struct {
 	tick      int64 // nanoseconds
 	top       int   // slots per level added beyond the configured ones
 	parallel  bool  // WithParallelCallbacks
+	// offMask and laterFree are the layout of a Timer's deadline word for
+	// this tick (see when.go).
+	offMask   int64
+	laterFree bool
 
 	// lastTick is the last tick the clock can reach: elapsed time saturates
 	// at the largest Duration. A deadline there or later (which includes
@@ -99,6 +103,7 @@ func New(opts ...Option) (*Hierarchy, error) {
 	h.driver.sleepUntil.Store(h.driver.idleState())
 	h.origin = h.clock.Now()
 	h.lastTick = h.dueTick(math.MaxInt64) - 1
+	h.wordBits()
 	for i := range c.shards {
 		h.shards = append(h.shards, newShard(h, i, c.slots))
 	}
@@ -183,8 +188,9 @@ func (h *Hierarchy) arm(t *Timer, w, per int64) *Timer {
 	t.b.Store(s.bindingLocked(per))
 	d := h.dueTick(w)
 	s.tallyLocked(+1, &s.stats.armed)
+	t.filed = d // t is not shared yet: no atomic store in fileLocked
 	s.fileLocked(t, d, true)
-	t.when.Store(w)
+	t.publishLocked(h, w)
 	s.mu.Unlock()
 	h.wakeFor(d)
 	return t

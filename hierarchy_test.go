@@ -350,7 +350,7 @@ func TestConstantCost_NoAllocationToRearmAndOneToArm(t *testing.T) {
 	assert.Nil(t, lone.prev)
 	mustCheck(t, h)
 	l0 := lone.home().levels[0]
-	s := l0.slotOf(h.dueTick(lone.filed)) // a stopped timer keeps its last deadline there
+	s := l0.slotOf(lone.filed) // a stopped timer keeps the tick it was filed under
 	assert.True(t, l0.slots[s].empty(), "no tombstone left in the slot")
 }
 

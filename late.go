@@ -31,7 +31,7 @@ type lateTimer struct {
 // fileLateLocked files t, due at tick d before now (or at now, while an
 // Advance runs), on the late list for the next Advance. s.mu must be held.
 func (s *shard) fileLateLocked(t *Timer, d int64) {
-	t.filed = d
+	t.setFiledLocked(d)
 	if (s.late.empty() && !s.sorting) || d < s.lateMin {
 		s.lateMin = d
 	}

@@ -80,13 +80,14 @@ func (h *Hierarchy) nextRun(when, per, clockNs int64) int64 {
 }
 
 // rearmPeriodicLocked files t, a periodic timer that is firing now and
-// whose when already holds its next run's instant next (see fireLocked),
-// for that run, before its callback starts (so Stop from the callback
-// wins). s.mu must be held.
+// whose when claimLocked froze, for its next run, at the instant next,
+// before its callback starts (so Stop from the callback wins), and stores
+// its word, filed. s.mu must be held.
 func (s *shard) rearmPeriodicLocked(t *Timer, next int64) {
 	s.stats.fired++
 	s.stats.armed++ // the next run is an arming of its own
 	s.fileLocked(t, s.h.dueTick(next), true)
+	t.publishLocked(s.h, next) // claimLocked froze when
 }
 
 // nextInstant returns the first instant when+k·per (k >= 1) after ns, all

@@ -403,12 +403,13 @@ func TestReset_LaterDeadlineReadsFrontierBeforeNow(t *testing.T) {
 }
 
 // TestReArm_LaterMoveRacingResetEveryOfTheSameDeadline: a later-move loads
-// the timer's binding and deadline, reads the clock and is held there;
-// meanwhile ResetEvery(p), under the lock, makes the timer periodic with
-// the very deadline it had (armed with AfterFunc(p) at the same instant).
-// The later-move's compare-and-swap cannot see that change; its check of
-// the binding after the swap must, and make the timer one-shot again, as
-// a Reset that takes effect after a ResetEvery does.
+// the timer's deadline word and binding, reads the clock and is held
+// there; meanwhile ResetEvery(p), under the lock, makes the timer periodic
+// with the very deadline it had (armed with AfterFunc(p) at the same
+// instant). The deadline is the same, but the word's generation is not:
+// the later-move's compare-and-swap fails, and it re-arms under the lock,
+// making the timer one-shot again, as a Reset that takes effect after a
+// ResetEvery does.
 func TestReArm_LaterMoveRacingResetEveryOfTheSameDeadline(t *testing.T) {
 	h, clk := newGated(t, WithShards(1))
 	start := clk.Now()
@@ -452,7 +453,7 @@ func TestReArm_LockedReArmAfterALaterMoveMeasuresFromALaterReading(t *testing.T)
 	recvWithin(t, 5*time.Second, held, "Reset A's reading under the lock")
 	clk.Set(start.Add(60 * time.Millisecond))
 	bDone := make(chan bool, 1)
-	go func() { bDone <- tm.Reset(2 * time.Hour) }() // a later-move: no lock
+	go func() { bDone <- tm.Reset(time.Hour + time.Minute) }() // a later-move (within its range, see when.go): no lock
 	assert.True(t, recvWithin(t, 5*time.Second, bDone, "Reset B, a later-move while A holds the lock"))
 	release()
 	assert.True(t, recvWithin(t, 5*time.Second, aDone, "Reset A, released"))

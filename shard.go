@@ -158,7 +158,7 @@ func (s *shard) fileLocked(t *Timer, d int64, fresh bool) {
 		s.fileLateLocked(t, d)
 		return
 	}
-	t.filed = d
+	t.setFiledLocked(d)
 	s.slotLocked(t, d)
 }
 
@@ -305,7 +305,7 @@ func (s *shard) earliestDueLocked() (best int64, ok bool) {
 				consider(t.filed)
 				break
 			}
-			consider(s.h.dueTick(t.when.Load()))
+			consider(s.h.dueTick(t.deadlineLocked(s.h, t.when.Load())))
 		}
 	}
 	if s.sorting {
@@ -316,7 +316,7 @@ func (s *shard) earliestDueLocked() (best int64, ok bool) {
 			consider(s.lateMin)
 			break
 		}
-		consider(s.h.dueTick(t.when.Load()))
+		consider(s.h.dueTick(t.deadlineLocked(s.h, t.when.Load())))
 	}
 	now := s.now.Load()
 	for _, l := range s.levels {
@@ -329,7 +329,7 @@ func (s *shard) earliestDueLocked() (best int64, ok bool) {
 					consider(e) // the slot's tick: no deadline in it is earlier
 					break
 				}
-				consider(s.h.dueTick(t.when.Load()))
+				consider(s.h.dueTick(t.deadlineLocked(s.h, t.when.Load())))
 			}
 		}
 	}
@@ -381,7 +381,7 @@ func (s *shard) cascadeLocked(l *level, sl int) {
 				break
 			}
 			t.unlink()
-			s.fileLocked(t, s.h.dueTick(t.when.Load()), false)
+			s.refileLocked(t)
 		}
 		if sent.empty() {
 			l.clearOccupied(sl)
@@ -393,23 +393,26 @@ func (s *shard) cascadeLocked(l *level, sl int) {
 
 // claimLocked ends the arming of t, bound to b and taken off the firing
 // list, if its deadline is still due at the tick it is filed at: a later-move
-// may have changed it since (see Timer.Reset). when becomes notFiled, or
-// for a periodic timer next, its next run's instant after the Advance
-// whose clock read clockNs. It returns the deadline it found, next, and
-// whether it claimed the arming: a later-move that comes after finds when
-// changed and takes the lock. s.mu must be held.
+// may have changed it since (see Timer.Reset). when becomes unfiled, or
+// for a periodic timer frozen, for rearmPeriodicLocked to file it for its
+// next run, at next, the first instant after the Advance whose clock read
+// clockNs. It returns the deadline it found, next, and whether it claimed
+// the arming: a later-move that comes after finds when changed and takes
+// the lock. s.mu must be held.
 func (t *Timer) claimLocked(b *binding, clockNs int64) (w, next int64, due bool) {
 	h := b.s.h
 	for {
-		w = t.when.Load()
+		p := t.when.Load()
+		w = t.deadlineLocked(h, p)
 		if h.dueTick(w) != t.filed {
 			return w, 0, false
 		}
-		next = notFiled
+		to := p | unfiledBit
 		if b.period > 0 {
 			next = h.nextRun(w, b.period, clockNs)
+			to = p | frozenBit
 		}
-		if t.when.CompareAndSwap(w, next) {
+		if t.when.CompareAndSwap(p, to) {
 			return w, next, true
 		}
 	}
@@ -434,19 +437,17 @@ func (s *shard) fireLocked(clockNs int64, held *bool) (ran int) {
 		t.unlink()
 		filed := t.filed
 		b := t.b.Load()
-		w, next, due := t.claimLocked(b, clockNs)
+		_, next, due := t.claimLocked(b, clockNs)
 		if !due {
-			s.fileLocked(t, s.h.dueTick(w), false) // moved later since it was filed
+			s.refileLocked(t) // moved later since it was filed
 			continue
 		}
 		s.stats.lateness.add(satAdd(clockNs, -max(s.h.tickNanos(filed), math.MinInt64+1))) // saturated: a deadline centuries past is very late, not on time
 		switch {
 		case b.period > 0:
 			s.rearmPeriodicLocked(t, next)
-		case b.exec:
-			t.filed = w // still counted: armed until the run starts (see runOn)
+		case b.exec: // still counted: armed until the run starts (see runOn)
 		default:
-			t.filed = w
 			s.tallyLocked(-1, &s.stats.fired)
 		}
 		if b.exec {

@@ -646,7 +646,7 @@ func TestShards_LenIsOneInstant(t *testing.T) {
 				y.b.Store(&s1.oneShot)
 				s1.tallyLocked(+1, &s1.stats.armed)
 				s1.fileLocked(y, h.dueTick(w), true)
-				y.when.Store(w)
+				y.publishLocked(h, w)
 				s1.mu.Unlock()
 			case <-time.After(200 * time.Millisecond): // Stop waits for Len
 				s1.mu.Unlock()

@@ -18,17 +18,12 @@ import (
 // deadline of the largest time.Duration, or a clock read far in the past,
 // is handled like any other.
 
-// Markers: notFiled in Timer.when instead of a deadline, neverArmed in
-// Timer.filed instead of the last deadline. Deadlines are clamped to
-// minDeadline, above both, so that no real deadline can collide with them.
+// Deadlines are clamped to minDeadline, so that the tick of every deadline
+// is above neverArmed, the marker in Timer.filed of a timer initialized by
+// Init and not armed since (its Deadline is the zero Time).
 const (
-	notFiled    = math.MinInt64     // in no list: never armed, stopped, or fired
 	minDeadline = math.MinInt64 + 2 // earliest deadline representable, in ns since origin
-
-	// neverArmed, in Timer.filed of a timer not filed, marks a timer
-	// initialized by Init and not armed since: its Deadline is the zero
-	// Time.
-	neverArmed = math.MinInt64
+	neverArmed  = math.MinInt64
 )
 
 // satAdd returns a+b, saturated to the int64 range.

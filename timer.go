@@ -17,8 +17,12 @@ import (
 // another, each at an instant during its call, and a Reset(d) measures d
 // from a clock reading taken during its call after the re-arm before it
 // took effect: of two Resets, the one that takes effect later also
-// measures d from a later reading. [Timer.Deadline] returns the deadline
-// of the re-arm that took effect last.
+// measures d from a later reading. That holds whatever happened between:
+// a Reset that finds the timer armed and, before it takes effect, sees it
+// stopped, fired or re-armed by another call — even armed again for the
+// very deadline it had — takes effect after that call, from a reading
+// taken after it. [Timer.Deadline] returns the deadline of the re-arm that
+// took effect last.
 type Timer struct {
 	next, prev *Timer // position in a list; nil when in none
 	// b is what the timer is bound to: its shard, and whether it is
@@ -27,20 +31,23 @@ type Timer struct {
 	// unarmed (see resetTo), so a method that locks b's shard checks after
 	// locking that the shard is still b's.
 	b atomic.Pointer[binding]
-	// when is the deadline, in nanoseconds since the origin, while the
-	// timer is filed in a list of its shard, and notFiled while it is in
-	// none (never armed, stopped, fired). It is the one word a later-move
-	// changes, without the shard's lock (see Reset): a compare-and-swap
-	// from one deadline to a later one. Everything else that changes it
-	// holds the lock, and an arming's end (firing, Stop) is itself a
-	// compare-and-swap to notFiled, so a later-move and the end of the
-	// arming it moves are ordered by this word alone.
+	// when is the deadline word (see when.go): whether the timer is filed
+	// in a list of its shard, a generation, and the deadline as an offset
+	// from filed. It is the one word a later-move changes, without the
+	// shard's lock (see Reset): a compare-and-swap from the value it loaded,
+	// to a later deadline. Everything else that changes it holds the lock
+	// and moves it to the next generation, so a later-move lands only on the
+	// arming it loaded; an arming's end (firing, Stop) is itself a
+	// compare-and-swap to unfiled, so a later-move and the end of the arming
+	// it moves are ordered by this word alone.
 	when atomic.Int64
 	// filed, while the timer is filed, is the tick it was filed under: its
 	// due tick then, and no later than its due tick since (a later-move
 	// leaves it where it is; the shard re-files it when that tick comes).
-	// While it is not filed, filed is the deadline it was last armed with
-	// (neverArmed if none), for Deadline. Guarded by the shard's lock.
+	// While it is not filed, filed keeps the tick it was last filed under
+	// (neverArmed if none), which with when gives the last deadline, for
+	// Deadline. Written with the shard's lock held, by atomic stores
+	// (setFiledLocked): a later-move and Deadline load it without the lock.
 	filed int64
 	f     func()
 }
@@ -89,10 +96,11 @@ func (t *Timer) Init(h *Hierarchy, f func()) *Timer {
 // bindTo binds t, unarmed or not yet seen by other goroutines, to shard s
 // as a one-shot timer with callback f, never armed.
 func (t *Timer) bindTo(s *shard, f func()) {
+	h := s.h
 	t.b.Store(&s.oneShot)
 	t.f = f
-	t.when.Store(notFiled)
-	t.filed = neverArmed
+	t.when.Store(h.nextGen(t.when.Load()) | unfiledBit)
+	atomic.StoreInt64(&t.filed, neverArmed)
 }
 
 // bound returns the timer's binding, panicking with a clear message for a
@@ -160,37 +168,19 @@ func (t *Timer) stopLocked(s *shard) bool {
 		return false
 	}
 	t.cancelRunLocked(s)
-	if w, ok := t.unfileLocked(notFiled); ok {
-		s.unlinkLocked(t)
-		t.filed = w
+	if t.unfileLocked(s.h) {
+		s.unlinkLocked(t) // filed stays: with when, the deadline stopped, for Deadline
 	}
 	t.rebindLocked(s, 0)
 	s.tallyLocked(-1, &s.stats.stopped)
 	return true
 }
 
-// unfileLocked ends t's filing: it swaps when, the deadline t is filed
-// with, for to (notFiled, or a periodic timer's next instant), and returns
-// the deadline it ended. A later-move racing it either lands first, and
-// the deadline returned is the moved one, or finds when changed and takes
-// the lock. ok is false if t is not filed. t's shard's lock must be held.
-func (t *Timer) unfileLocked(to int64) (w int64, ok bool) {
-	for {
-		w = t.when.Load()
-		if w == notFiled {
-			return w, false
-		}
-		if t.when.CompareAndSwap(w, to) {
-			return w, true
-		}
-	}
-}
-
 // armedLocked reports whether t is armed: filed in a list, or fired with
 // its run handed to an executor and not started (see InitOn). t's shard's
 // lock must be held.
 func (t *Timer) armedLocked() bool {
-	return t.when.Load() != notFiled || t.b.Load().pending
+	return !unfiled(t.when.Load()) || t.b.Load().pending
 }
 
 // Reset re-arms the timer to fire d from now (rounded up to the next tick),
@@ -206,7 +196,10 @@ func (t *Timer) armedLocked() bool {
 // reader does on every read — takes no lock and writes nothing but the
 // timer itself: one clock read and one compare-and-swap of its deadline.
 // The timer stays where it is filed, and its shard files it again when
-// that tick comes. Any other Reset takes the timer's shard's lock. Of two
+// that tick comes. A move of more than about 4.6 minutes (2^38 ns) past
+// that tick takes the lock once, to file the timer under its new tick; a
+// hierarchy whose tick is longer than about 2 minutes takes it for every
+// Reset. Any other Reset takes the timer's shard's lock. Of two
 // concurrent Resets, the one that takes effect later also measured d from
 // a later clock reading. Reset never allocates.
 func (t *Timer) Reset(d time.Duration) bool {
@@ -227,23 +220,35 @@ func (t *Timer) ResetAt(deadline time.Time) bool {
 
 // rearm re-arms t as a says (see resetTo). If t is filed in a wheel slot,
 // one-shot, and a moves its deadline later, it only swaps the deadline
-// in, without the shard's lock: the compare-and-swap fails if anything
-// changed when since it was read (a concurrent re-arm, the timer firing
-// or stopped), and the re-arm then takes the lock. The clock is read after
-// when is loaded, so of two re-arms the one whose swap lands later read
-// the clock later. The binding is checked again after the swap: a re-arm
-// under the lock (ResetEvery) binds the timer before it swaps its
-// deadline in, so a swap that lands after that one's (also one that
-// cannot see it: the very deadline when held, an A-B-A) finds the binding
-// changed, and the lock's path then makes the timer one-shot again, after
-// the ResetEvery.
+// in, without the shard's lock: it loads the deadline word, then the
+// binding and the tick t is filed under, reads the clock, and swaps its
+// deadline into the word it loaded. Anything else that changed the word
+// since it was loaded (a concurrent re-arm, the timer firing or stopped,
+// even re-armed since for the very deadline and binding it had: every
+// such change moves the word to a new generation, see when.go) makes the
+// swap fail, and the re-arm then takes the lock. The clock is read after
+// the word is loaded, so of two re-arms the one whose swap lands later read
+// the clock later. The binding is loaded after the word: a re-arm under
+// the lock binds the timer before it changes the word, so a binding that
+// allows the move and a swap that lands both belong to the arming loaded.
+// A move to the deadline the timer has is a re-arm too: it moves the word
+// to the next generation.
 func (t *Timer) rearm(a arming) bool {
-	b := t.b.Load()
-	old := t.when.Load()
-	if old != notFiled && b.moveLaterFree() {
-		w := a.deadline(b.s.h)
-		if w >= old && b.s.dueInWheel(old) && t.when.CompareAndSwap(old, w) && t.b.Load() == b {
-			return true
+	p := t.when.Load()
+	if movable(p) {
+		b := t.b.Load()
+		h := b.s.h
+		if b.moveLaterFree() && h.laterFree {
+			base := h.base(atomic.LoadInt64(&t.filed))
+			old := base + p&h.offMask
+			w := a.deadline(h)
+			to := p&^h.offMask | (w - base)
+			if w == old {
+				to = h.nextGen(p) | p&h.offMask
+			}
+			if w >= old && uint64(w-base) <= uint64(h.offMask) && b.s.dueInWheel(old) && t.when.CompareAndSwap(p, to) {
+				return true
+			}
 		}
 	}
 	return t.resetTo(a)
@@ -259,18 +264,24 @@ func (t *Timer) rearm(a arming) bool {
 // about 292 years from the hierarchy's origin is held at that limit.
 func (t *Timer) Deadline() time.Time {
 	s := t.shard("Deadline")
-	w := t.when.Load()
-	if w == notFiled { // the last deadline is kept under the lock
-		s, _ = t.lockShard()
-		if w = t.when.Load(); w == notFiled {
-			w = t.filed
+	h := s.h
+	p := t.when.Load()
+	// Filed: the word, then the tick it goes with (see when.go), and the
+	// word again: the same word both times means the same arming, filed
+	// under that tick throughout.
+	if movable(p) {
+		w := h.base(atomic.LoadInt64(&t.filed)) + p&h.offMask
+		if t.when.Load() == p {
+			return h.origin.Add(time.Duration(w))
 		}
-		s.mu.Unlock()
 	}
-	if w == neverArmed {
+	s, _ = t.lockShard() // not filed (the last deadline), or changing
+	f, w := t.filed, t.deadlineLocked(h, t.when.Load())
+	s.mu.Unlock()
+	if f == neverArmed {
 		return time.Time{}
 	}
-	return s.h.origin.Add(time.Duration(w))
+	return h.origin.Add(time.Duration(w))
 }
 
 // An arming says how resetTo re-arms a timer.
@@ -295,9 +306,10 @@ func (a arming) deadline(h *Hierarchy) int64 {
 
 // resetTo re-arms t as a says, under its shard's lock. A relative deadline
 // is measured from a clock reading taken after the last change of when
-// that this re-arm replaces (see setWhenLocked), so that concurrent
-// re-arms of one timer take effect in one order and their clock readings
-// follow that order.
+// that this re-arm replaces: when is loaded, then the clock read, and the
+// deadline swapped in from what was loaded, again with a fresh reading if
+// a later-move came between, so that concurrent re-arms of one timer take
+// effect in one order and their clock readings follow that order.
 //
 // If t is unarmed, a.move is set and t's shard's lock was contended, it
 // arms t in the current processor's shard if that shard's lock is free: a
@@ -318,51 +330,47 @@ func (t *Timer) resetTo(a arming) bool {
 			}
 		}
 	}
-	// The binding first, then the deadline: a later-move (see rearm) whose
-	// swap lands after this re-arm's finds the binding changed and takes
-	// the lock, to take effect after it; one whose swap lands before makes
-	// this re-arm's swap fail and read the clock again (setWhenLocked).
+	// The binding first, then the deadline word: a later-move that loads
+	// the word before this re-arm changes it and the binding after finds
+	// the binding changed and takes the lock; one whose swap lands before
+	// this re-arm's makes this one's swap fail and read the clock again.
 	t.cancelRunLocked(s)
 	t.rebindLocked(s, a.period)
-	w, filed := t.setWhenLocked(a)
-	d := s.h.dueTick(w)
-	switch {
-	case filed && (d == t.filed || d > t.filed && s.inWheel(t.filed)):
-		// Kept its tick, or moved later in a wheel: it stays where it is
-		// filed, and the shard files it again by its deadline when that
-		// tick comes.
-		s.mu.Unlock()
-		return true
-	case filed:
-		s.unlinkLocked(t)
-	case !armed:
-		s.tallyLocked(+1, &s.stats.armed)
-	}
-	s.fileLocked(t, d, true)
-	if !filed {
-		t.when.Store(w) // filed now: later-moves may swap it from here on
-	}
-	s.mu.Unlock()
-	s.h.wakeFor(d)
-	return armed
-}
-
-// setWhenLocked computes the deadline a arms t for and, if t is filed,
-// stores it; it reports the deadline and whether t was filed (the caller
-// stores it once it has filed t). A filed timer's when may be moved later meanwhile
-// without the lock (see Reset): the clock is read after when is loaded, and
-// the store is a compare-and-swap from that load, retried with a fresh
-// reading if a later-move came between. t's shard's lock must be held.
-func (t *Timer) setWhenLocked(a arming) (w int64, filed bool) {
+	h := s.h
 	for {
-		old := t.when.Load()
-		w = a.deadline(t.b.Load().s.h)
-		if old == notFiled { // only holders of the lock change it from notFiled
-			return w, false
+		p := t.when.Load()
+		w := a.deadline(h)
+		d := h.dueTick(w)
+		if unfiled(p) { // only holders of the lock change it from unfiled
+			if !armed {
+				s.tallyLocked(+1, &s.stats.armed)
+			}
+			s.fileLocked(t, d, true)
+			t.publishLocked(h, w) // filed now: later-moves may swap it from here on
+			s.mu.Unlock()
+			s.h.wakeFor(d)
+			return armed
 		}
-		if t.when.CompareAndSwap(old, w) {
-			return w, true
+		f := t.filed
+		if d == f || d > f && s.inWheel(f) && uint64(w-h.base(f)) <= uint64(h.offMask) {
+			// Kept its tick, or moved later in a wheel: it stays where it
+			// is filed, and the shard files it again by its deadline when
+			// that tick comes.
+			if t.when.CompareAndSwap(p, h.nextGen(p)|(w-h.base(f))) {
+				s.mu.Unlock()
+				return true
+			}
+			continue
 		}
+		if !t.freezeLocked(h, p) {
+			continue
+		}
+		s.unlinkLocked(t)
+		s.fileLocked(t, d, true)
+		t.publishLocked(h, w)
+		s.mu.Unlock()
+		s.h.wakeFor(d)
+		return true
 	}
 }
 
@@ -385,4 +393,4 @@ func (t *Timer) rebindLocked(s *shard, per int64) {
 // isFiled reports whether t is filed in a list: armed, and not an executor
 // timer's pending run. Timeouts asks it under its own lock, which every
 // re-arm of its timers holds.
-func (t *Timer) isFiled() bool { return t.when.Load() != notFiled }
+func (t *Timer) isFiled() bool { return !unfiled(t.when.Load()) }

@@ -65,6 +65,25 @@ type hist struct {
 	adv      *log       // the advancing goroutine's log: callbacks record here
 	cbRng    *rand.Rand // the callbacks' randomness, used by the advancing goroutine
 	draining atomic.Bool
+
+	resets sync.Map // key -> int64: the duration of the last Reset of the key (see lastReset)
+}
+
+// shared returns a deadline for ResetAt from one of a few readings shared
+// by every worker: now rounded down to 4 ticks, plus one of 4 offsets, so
+// that re-arms for the same deadline are common.
+func (h *hist) shared(rng *rand.Rand) int64 {
+	q := 4 * h.wheel.tick
+	return floorDiv(h.recorder.now(), q)*q + (1+rng.Int64N(4))*h.maxD/4
+}
+
+// lastReset returns the duration of the last Reset of key k, if any.
+func (h *hist) lastReset(k int) (int64, bool) {
+	d, ok := h.resets.Load(k)
+	if !ok {
+		return 0, false
+	}
+	return d.(int64), true
 }
 
 // rearm reports whether a callback re-arms its timer (or key) this time.

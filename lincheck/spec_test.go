@@ -60,7 +60,7 @@ func TestModel_RejectsResetFromClockOlderThanAnEarlierReset(t *testing.T) {
 
 // Every change of the timer is ordered with the clock, Stop too: a Reset
 // ordered after a Stop (it returned false) swapped against the Stop's
-// notFiled, so it read the clock after the Stop, at 100 or later.
+// unfiled word, so it read the clock after the Stop, at 100 or later.
 func TestModel_RejectsResetFromClockOlderThanAStopOrderedBeforeIt(t *testing.T) {
 	stop := func(key int, b, a int64) input { return input{kind: opStop, key: key, b: b, a: a} }
 	assertVerdict(t, false, false, "accepted a deadline from a clock read before a Stop ordered earlier",
@@ -171,4 +171,29 @@ func TestModel_InexactOriginAllowsATick(t *testing.T) {
 		step{1, 3, 4, advStart(35), output{}},
 		step{1, 5, 6, advEnd, output{}},
 	)
+}
+
+// Issue 47: a Reset(200) that read the clock at 0 and is held there; at
+// 50 Stop returns true and Reset(50) returns false, armed again for 100,
+// the deadline the held Reset loaded. The held Reset, released, returns
+// true: ordered before the Stop the deadline would be 100, after the
+// Reset(50) at least 250 (its reading no earlier than 50). A deadline of
+// 200 is the later-move landing on the new arming from its old reading.
+// The same with ResetAt(100) of a shared reading for the re-arm.
+func TestModel_RejectsLaterMoveLandingOnAReArmForTheSameDeadline(t *testing.T) {
+	stop := func(key int, b, a int64) input { return input{kind: opStop, key: key, b: b, a: a} }
+	resetAt := func(key int, x, b, a int64) input { return input{kind: opResetAt, key: key, x: x, b: b, a: a} }
+	for _, rearm := range []input{reset(0, 50, 50, 50), resetAt(0, 100, 50, 50)} {
+		history := func(dl int64) []step {
+			return []step{
+				{0, 1, 2, reset(0, 100, 0, 0), output{}},
+				{1, 3, 10, reset(0, 200, 0, 60), output{ok: true}}, // held after its reading at 0
+				{2, 4, 5, stop(0, 50, 50), output{ok: true}},
+				{2, 6, 7, rearm, output{}},
+				{2, 11, 12, readDL(0, 60, 60), output{dl: dl}},
+			}
+		}
+		assertVerdict(t, false, false, "accepted a later-move from a reading older than the re-arm it landed on ("+rearm.kind.String()+")", history(200)...)
+		assertVerdict(t, false, true, "rejected the later-move taking effect last from a fresh reading ("+rearm.kind.String()+")", history(250)...)
+	}
 }

@@ -38,13 +38,30 @@ func (s *keyed) op(h *hist, l *log, rng *rand.Rand, k int) {
 	switch r := rng.IntN(100); {
 	case r < 45:
 		d := h.dur(rng)
+		h.resets.Store(k, d)
 		h.do(l, input{kind: opAdd, key: k, x: d}, func() output {
 			s.s.Add(k, time.Duration(d))
 			return output{}
 		})
-	case r < 65:
+	case r < 55:
 		h.do(l, input{kind: opRemove, key: k}, func() output {
 			return output{ok: s.s.Remove(k)}
+		})
+	case r < 65:
+		// Remove and Add again with the duration of the key's last Add:
+		// on a Mock that has not moved, the deadline it had (issue 47:
+		// another worker's Add, loaded before the Remove, must not land
+		// on the new arming).
+		d, ok := h.lastReset(k)
+		if !ok {
+			d = h.dur(rng)
+		}
+		h.do(l, input{kind: opRemove, key: k}, func() output {
+			return output{ok: s.s.Remove(k)}
+		})
+		h.do(l, input{kind: opAdd, key: k, x: d}, func() output {
+			s.s.Add(k, time.Duration(d))
+			return output{}
 		})
 	default:
 		h.do(l, input{kind: opKeyDeadline, key: k}, func() output {
