@@ -19,8 +19,9 @@ var (
 // typically a [clock.Mock] in tests. The default is clock.New(), the real
 // clock (which inside a testing/synctest bubble is the bubble's fake time).
 // A hierarchy with a given clock does not drive itself: WithClock implies
-// [WithManualAdvance]. Its timers are dealt to the shards in turn, so the
-// same calls give the same order of callbacks (see [WithShards]).
+// [WithManualAdvance]. It has one shard unless [WithShards] asks for more,
+// and then its timers are dealt to the shards in turn: either way the same
+// calls give the same order of callbacks.
 //
 // With a Mock, drive the hierarchy from the test itself: "mock.Add(d);
 // h.Advance()" runs every callback due, on the test's goroutine, before

@@ -79,8 +79,10 @@ func New(opts ...Option) (*Hierarchy, error) {
 	if realClock {
 		c.clock = clock.New()
 	}
-	if c.shards == 0 {
+	if c.shards == 0 && realClock {
 		c.shards = min(runtime.GOMAXPROCS(0), MaxShards)
+	} else if c.shards == 0 {
+		c.shards = 1 // a given clock: one list of late timers, in the order armed (see WithShards)
 	}
 	if total := maxSlots(c.slots); total > MaxTotalSlots/c.shards {
 		return nil, fmt.Errorf("%w: levels of %v slots, with those far deadlines add, in %d shards are %d slots; at most %d (MaxTotalSlots)",

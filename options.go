@@ -95,10 +95,14 @@ func WithLevels(slots ...int) Option {
 // initialized) it, and stays there while it is armed; an unarmed timer
 // armed again while its shard's lock is contended may move to the shard
 // the processor prefers then. The default, 0, is one shard per
-// GOMAXPROCS at the time of [New]. n must be between 0 and [MaxShards].
+// GOMAXPROCS at the time of [New], and one shard with a clock given by
+// [WithClock] (a test's: then every timer armed for a tick already come
+// fires in the order armed, which holds within a shard, and placement
+// cannot vary). n must be between 0 and [MaxShards].
 //
-// With a clock given by [WithClock], placement follows the calls alone, so
-// that a test is deterministic across shards too: new timers are dealt to
+// With a clock given by [WithClock] and more than one shard, placement
+// follows the calls alone, so that a test is deterministic across shards
+// too: new timers are dealt to
 // the shards in turn, in the order they are armed or initialized. A timer
 // stays in its shard when armed again, as on the default clock, unless its
 // shard's lock is held by another goroutine at that instant (then it moves
