@@ -66,9 +66,15 @@ func WithTimeoutCause(h *timingwheel.Hierarchy, parent context.Context, d time.D
 // a [context.WithValue] of it) costs two allocations (the context, which
 // holds its timer, and its cancel func), one more when Done is first
 // called. Under a parent that can end it also registers with the parent
-// (two allocations: [context.AfterFunc]'s) and holds a
-// [context.WithCancelCause] context for [context.Cause] (two more), as
-// do the Cause variants under any parent. On Go 1.25, Cause of a context
+// (two allocations: [context.AfterFunc]'s). A context that its deadline
+// ends under such a parent, and a Cause variant that ends by its deadline
+// or its cancel, makes then a [context.WithCancelCause] context for
+// [context.Cause] (two more), so that Cause reports its own end also once
+// an ancestor is cancelled later. A plain context that its cancel func
+// ends first keeps none: if an ancestor is then cancelled with a cause,
+// Cause of the context reports that cause, where package context's would
+// report [context.Canceled] (its own Cause documents the same of contexts
+// of other packages); Err is Canceled either way. On Go 1.25, Cause of a context
 // whose parent of package context has ended, asked before Err, Done or
 // the parent's notification, reports the parent's Err instead of its
 // cause; from Go 1.26 it reports the cause (golang/go#73258).
@@ -118,11 +124,12 @@ type deadlineCtx struct {
 	kids     *afterNode    // funcs to call at the end: AfterFunc's
 	unwatch  func() bool   // undoes the registration with the parent
 	cause    error         // the Cause after the deadline, if not nil
-	// inner, if not nil, is what Value asks: a context.WithCancelCause
-	// context over parentValues{c}, cancelled with the context's cause when
-	// it ends, so that context.Cause finds that cause.
-	inner       context.Context
-	cancelInner context.CancelCauseFunc
+	// inner, if not nil, is what Value asks once the context has ended: a
+	// context.WithCancelCause context over parentValues{c}, made and
+	// cancelled with the context's cause when it ends by its deadline (see
+	// keepCause), so that context.Cause finds that cause. Written before
+	// the end is stored in state, and read only after state shows it.
+	inner context.Context
 }
 
 // parentValues is what a deadlineCtx's inner context is made over: the
@@ -179,9 +186,6 @@ func newCtx(method string, h *timingwheel.Hierarchy, parent context.Context, d t
 	if _, ours := parent.(*deadlineCtx); ours || parent.Done() != nil {
 		st |= canEnd // (one of ours can end: its Done is not made for asking)
 	}
-	if cause != nil || st&canEnd != 0 {
-		c.inner, c.cancelInner = context.WithCancelCause(parentValues{c})
-	}
 	stop := c.stop // the context's one func value
 	switch {
 	case st&canEnd != 0 && parent.Err() != nil:
@@ -206,10 +210,31 @@ func newCtx(method string, h *timingwheel.Hierarchy, parent context.Context, d t
 
 // endAtOnce ends c, not yet shared, as it is made.
 func (c *deadlineCtx) endAtOnce(st uint32, cause error) {
-	if c.cancelInner != nil {
-		c.cancelInner(cause)
-	}
+	c.keepCause(st, st&phase)
 	c.state.Store(st)
+}
+
+// keepCause makes the context that context.Cause finds on c's Value path
+// once c ends (end; st is c's state before), cancelled with c's cause, where
+// Cause needs it: after c's deadline, under a parent that can end (whose
+// cancellation with a cause after the deadline would otherwise show
+// through: package context's Cause reports the nearest cancelled cause) and
+// for a Cause variant; after a cancel, for a Cause variant only. So a plain
+// context that its cancel func ends first, the usual end of a request's,
+// pays nothing for it (see WithDeadline for what that leaves). c.mu must be
+// held, or c not yet shared; the caller stores the end in state after it.
+func (c *deadlineCtx) keepCause(st, end uint32) {
+	cause := context.Canceled
+	switch {
+	case end == expired && (c.cause != nil || st&canEnd != 0):
+		cause = c.expiredCause()
+	case end == canceled && c.cause != nil:
+	default:
+		return // Cause is Err, or the parent's cause, which shows through
+	}
+	var cancel context.CancelCauseFunc
+	c.inner, cancel = context.WithCancelCause(parentValues{c})
+	cancel(cause)
 }
 
 // expiredCause returns the cause of c's end by its deadline.
@@ -264,17 +289,7 @@ func (c *deadlineCtx) stop() {
 	if st&armed != 0 && !c.t.Stop() && end == canceled {
 		end = expired
 	}
-	if c.cancelInner != nil {
-		// Before the state: once Err reports the end, Cause does too.
-		switch end {
-		case canceled:
-			c.cancelInner(context.Canceled)
-		case expired:
-			c.cancelInner(c.expiredCause())
-		default:
-			c.cancelInner(context.Cause(c.parent))
-		}
-	}
+	c.keepCause(st, end) // before the state: once Err reports the end, Cause does too
 	c.state.Store(st | end)
 	if st&doneMade != 0 {
 		close(c.done) // after the state: once Done is closed, Err reports the end
@@ -358,7 +373,7 @@ func (c *deadlineCtx) Err() error {
 // Value returns the parent's value for key (asked through the context
 // kept for Cause, if there is one: see [WithDeadline]).
 func (c *deadlineCtx) Value(key any) any {
-	if c.inner != nil {
+	if st := c.state.Load(); (st&phase == expired || st&phase == canceled) && c.inner != nil {
 		return c.inner.Value(key)
 	}
 	return c.parent.Value(key)

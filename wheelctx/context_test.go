@@ -328,7 +328,13 @@ func TestCause_OwnEndIgnoresLaterParentCause(t *testing.T) {
 	h.Advance()
 	pcancel(late)
 	assertEnded(t, expired, context.DeadlineExceeded, context.DeadlineExceeded, "expired, then parent cancelled")
-	assertEnded(t, cancelled, context.Canceled, context.Canceled, "cancelled, then parent cancelled")
+	// A plain context that its cancel func ended keeps no cause of its own
+	// (it would cost every request two allocations under a parent that can
+	// end): the parent's, given after, shows through (WithDeadline's godoc).
+	assertEnded(t, cancelled, context.Canceled, late, "cancelled, then parent cancelled")
+	cancelledCause, cancel5 := WithTimeoutCause(h, parent, time.Hour, errors.New("unused"))
+	cancel5()
+	assertEnded(t, cancelledCause, context.Canceled, late, "a Cause variant made under the cancelled parent")
 
 	// And the cause of a child that ended with its parent is the parent's.
 	parent, pcancel = context.WithCancelCause(context.Background())
@@ -1106,13 +1112,14 @@ func TestWithTimeout_AllocationsAsDocumented(t *testing.T) {
 		{"WithDeadline, background, Done", deadline, bg, true, 3},
 		// Under a parent that can end: the registration (an entry among
 		// the kids of a parent of this package, context.AfterFunc's
-		// context under package context's: each with its stop func), and
-		// the context kept for Cause (WithCancelCause's context and func).
-		{"under a context of this package", timeout, parent, false, 6},
-		{"under a context of this package, Done", timeout, parent, true, 7},
-		{"under a context of package context", timeout, std, false, 6},
-		{"under a context of package context, Done", timeout, std, true, 7},
-		// A Cause variant keeps the context for Cause under any parent.
+		// context under package context's: each with its stop func). The
+		// context kept for Cause is made only when the deadline ends it.
+		{"under a context of this package", timeout, parent, false, 4},
+		{"under a context of this package, Done", timeout, parent, true, 5},
+		{"under a context of package context", timeout, std, false, 4},
+		{"under a context of package context, Done", timeout, std, true, 5},
+		// A Cause variant keeps the context for Cause (WithCancelCause's
+		// context and func) at its end under any parent, its cancel's too.
 		{"WithTimeoutCause, background", withCause, bg, false, 4},
 	} {
 		allocs := testing.AllocsPerRun(1000, func() {

@@ -29,9 +29,9 @@
 //     its own children of the context's end, with no goroutine;
 //   - [context.Cause] follows a context's Value to the nearest context made
 //     by [context.WithCancelCause]: a context that needs a cause of its own
-//     (a Cause variant, or any context under a parent that can end) holds
-//     one, over [context.WithoutCancel] of its parent, and cancels it with
-//     its cause when it ends; its Value is that context's.
+//     when it ends (by its deadline under a parent that can end; a Cause
+//     variant's end) makes one then, over its parent's values, cancelled
+//     with its cause; its Value is then that context's.
 //
 // The hierarchy must be driven ([timingwheel.Hierarchy.Start], or the
 // caller's own Advance loop); one on the default clock drives itself.
