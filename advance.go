@@ -43,7 +43,9 @@ func (h *Hierarchy) Advance() int {
 	return h.advance()
 }
 
-// advance is Advance's work, with h.advMu held.
+// advance is Advance's work, with h.advMu held: each shard's late timers
+// first, in the order of the shards, then the wheels' timers due by the
+// clock's tick.
 func (h *Hierarchy) advance() int {
 	ns := h.elapsed()
 	target := min(floorDiv(ns, h.tick), h.lastTick)
@@ -51,22 +53,17 @@ func (h *Hierarchy) advance() int {
 		s.lock()
 		s.advancing = true
 		s.current = nil // left by a callback that panicked
-		// What a panicking callback left on the firing list goes back
-		// among the overdue timers, in order; then the late arrivals.
-		for t := s.firing.next; t != &s.firing; t = s.firing.next {
-			t.unlink()
-			// Filed again by its deadline, which a later-move may have
-			// changed since (see shard.inWheel).
-			s.fileLocked(t, s.h.dueTick(t.when.Load()), false)
-		}
 		s.mu.Unlock()
-		s.mergeLate()
 	}
 	defer h.endAdvance(target)
 	if h.parallel && len(h.shards) > 1 {
 		return h.advanceParallel(target, ns)
 	}
-	return h.advanceOrdered(target, ns)
+	ran := 0
+	for _, s := range h.shards {
+		ran += s.advanceTo(target, ns, true)
+	}
+	return ran + h.advanceOrdered(target, ns)
 }
 
 // endAdvance moves every shard's now to target, unless it is there already,
@@ -78,8 +75,9 @@ func (h *Hierarchy) endAdvance(target int64) {
 		if target > s.now.Load() {
 			// Usually this only moves now. After a callback panicked, or
 			// for a timer armed meanwhile into a shard that was behind,
-			// what is due lands on the firing list, for the next Advance.
+			// what is due goes on the late list, for the next Advance.
 			s.collectLocked(target)
+			s.requeueLocked()
 		}
 		s.advancing = false
 		s.mu.Unlock()
@@ -126,34 +124,39 @@ func (h *Hierarchy) advanceOrdered(target, ns int64) int {
 		}
 		for _, s := range h.shards {
 			if s.workFrom.Load() <= c {
-				ran += s.advanceTo(c, ns)
+				ran += s.advanceTo(c, ns, false)
 			}
 		}
 	}
 }
 
-// advanceTo collects the shard's work up to tick c and runs the callbacks
-// due, returning how many ran. clockNs is the clock's reading, for the
-// lateness statistics.
-func (s *shard) advanceTo(c, clockNs int64) int {
+// advanceTo collects the shard's work due by tick c and runs its
+// callbacks, returning how many ran: the late timers if late is set, else
+// the wheels' events up to c. clockNs is the clock's reading, for the
+// lateness statistics. If a callback panics, the timers it leaves
+// collected go back on the late list and the panic goes on: the one panic
+// path of both modes of Advance.
+func (s *shard) advanceTo(c, clockNs int64, late bool) int {
 	s.lock()
 	held := true
 	defer func() {
 		if !held { // a callback panicked: it is no longer current
 			s.lock()
 			s.current = nil
+			s.requeueLocked()
 		}
 		s.mu.Unlock()
 	}()
-	if e, due := s.nextLocked(false); !due || e > c {
-		return 0
+	if late {
+		s.collectLateLocked(c)
+	} else if e, due := s.nextLocked(false); due && e <= c {
+		s.collectLocked(c)
 	}
-	s.collectLocked(c)
-	return s.fireLocked(clockNs, &held)
+	return s.fireLocked(c, clockNs, &held)
 }
 
 // advanceParallel runs each shard's due timers on a goroutine of its own,
-// each shard in its own order, and waits for all. The first panic of a
+// each shard in its own order (its late timers first), and waits for all. The first panic of a
 // callback is raised again here once every shard is done. ns is the
 // clock's reading.
 func (h *Hierarchy) advanceParallel(target, ns int64) int {
@@ -166,7 +169,7 @@ func (h *Hierarchy) advanceParallel(target, ns int64) int {
 	)
 	for _, s := range h.shards {
 		s.lock()
-		e, due := s.nextLocked(false)
+		e, due := s.nextLocked(true)
 		s.mu.Unlock()
 		if !due || e > target {
 			continue
@@ -182,6 +185,7 @@ func (h *Hierarchy) advanceParallel(target, ns int64) int {
 				}
 				mu.Unlock()
 			}()
+			n += s.advanceTo(target, ns, true)
 			for {
 				s.lock()
 				c, due := s.nextLocked(false)
@@ -189,7 +193,7 @@ func (h *Hierarchy) advanceParallel(target, ns int64) int {
 				if !due || c > target {
 					return
 				}
-				n += s.advanceTo(c, ns)
+				n += s.advanceTo(c, ns, false)
 			}
 		})
 	}

@@ -696,8 +696,8 @@ func BenchmarkAdvance_Shards(b *testing.B) {
 	}
 }
 
-// TestCascade_BatchesLetTheLockGo: between two batches of a long cascade
-// or of sorting past deadlines, the shard's lock is free (the test hook
+// TestCascade_BatchesLetTheLockGo: between two batches of a long cascade,
+// the shard's lock is free (the test hook
 // runs there), and the work then carries on.
 func TestCascade_BatchesLetTheLockGo(t *testing.T) {
 	h, clk := newFake(t, WithShards(1))
@@ -715,11 +715,11 @@ func TestCascade_BatchesLetTheLockGo(t *testing.T) {
 	}
 	fired := 0
 	for i := range 20 {
-		h.AfterFunc(-time.Duration(i+1)*time.Millisecond, func() { fired++ }) // past deadlines: sorted in batches
+		h.AfterFunc(-time.Duration(i+1)*time.Millisecond, func() { fired++ }) // past deadlines: on the late list
 		h.AfterFunc(30*time.Second+time.Duration(i)*time.Millisecond, func() { fired++ })
 	}
 	clk.Add(31 * time.Second)
-	assert.Equal(t, 40, advanceWithin(t, h, "batches of a sort and of a cascade"))
+	assert.Equal(t, 40, advanceWithin(t, h, "past deadlines and the batches of a cascade"))
 	assert.Equal(t, 40, fired)
 	assert.Positive(t, yields, "the work was done in batches")
 	assert.Zero(t, held, "the shard's lock was held between batches")
