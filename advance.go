@@ -3,14 +3,18 @@ package timingwheel
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 )
 
 // Advance runs on the calling goroutine the callback of every armed timer
 // due by the clock's reading now.
 //
 // A timer is due once its deadline, rounded up to a tick, is at or before
-// the clock's reading; the callbacks run in order of those rounded
-// deadlines across all shards. Advance returns how many callbacks ran. It
+// the clock's reading. Timers armed for a tick that had already come (a
+// past deadline, or one a callback armed for the tick being fired) run
+// first, in the order they were armed, shard by shard; then the others, in
+// order of their rounded deadlines across all shards. Advance returns how
+// many callbacks ran. It
 // cascades coarse slots on the way, visiting only slots that hold timers,
 // so a jump of the clock by any amount costs work proportional to the
 // timers due and the occupied slots crossed.
@@ -61,7 +65,8 @@ func (h *Hierarchy) advance() int {
 	}
 	ran := 0
 	for _, s := range h.shards {
-		ran += s.advanceTo(target, ns, true)
+		n, _ := s.advanceTo(target, ns, true)
+		ran += n
 	}
 	return ran + h.advanceOrdered(target, ns)
 }
@@ -98,9 +103,9 @@ func (h *Hierarchy) endAdvance(target int64) {
 func (h *Hierarchy) advanceOrdered(target, ns int64) int {
 	ran := 0
 	for first := true; ; first = false {
-		c, ok := int64(0), false
+		c := target + 1 // target is before the end of time: no overflow
 		for _, s := range h.shards {
-			if w := s.workFrom.Load(); !first && (w > target || ok && w >= c) {
+			if w := s.workFrom.Load(); !first && w >= c {
 				continue
 			}
 			s.lock()
@@ -110,11 +115,9 @@ func (h *Hierarchy) advanceOrdered(target, ns int64) int {
 			}
 			s.workFrom.Store(e) // a lower bound of its work from now on (see slotLocked)
 			s.mu.Unlock()
-			if e <= target && (!ok || e < c) {
-				c, ok = e, true
-			}
+			c = min(c, e)
 		}
-		if !ok {
+		if c > target {
 			return ran
 		}
 		// Never back: a round can find, at a tick before the last round's,
@@ -124,19 +127,21 @@ func (h *Hierarchy) advanceOrdered(target, ns int64) int {
 		}
 		for _, s := range h.shards {
 			if s.workFrom.Load() <= c {
-				ran += s.advanceTo(c, ns, false)
+				n, _ := s.advanceTo(c, ns, false)
+				ran += n
 			}
 		}
 	}
 }
 
-// advanceTo collects the shard's work due by tick c and runs its
-// callbacks, returning how many ran: the late timers if late is set, else
-// the wheels' events up to c. clockNs is the clock's reading, for the
-// lateness statistics. If a callback panics, the timers it leaves
-// collected go back on the late list and the panic goes on: the one panic
-// path of both modes of Advance.
-func (s *shard) advanceTo(c, clockNs int64, late bool) int {
+// advanceTo runs the callbacks of the shard's work due by tick c and returns
+// how many ran, and whether it had such work: the late timers due by c if
+// late is set, else the timers its wheels' next event collects, if that
+// event is due by c. clockNs is the clock's reading, for the lateness
+// statistics. If a callback panics, the timers it leaves collected go back
+// on the late list and the panic goes on: the one panic path of both modes
+// of Advance (advanceParallel only carries it to Advance's goroutine).
+func (s *shard) advanceTo(c, clockNs int64, late bool) (int, bool) {
 	s.lock()
 	held := true
 	defer func() {
@@ -150,56 +155,46 @@ func (s *shard) advanceTo(c, clockNs int64, late bool) int {
 	if late {
 		s.collectLateLocked(c)
 	} else if e, due := s.nextLocked(false); due && e <= c {
-		s.collectLocked(c)
+		s.collectLocked(e)
+	} else {
+		return 0, false
 	}
-	return s.fireLocked(c, clockNs, &held)
+	return s.fireLocked(c, clockNs, &held), true
 }
 
 // advanceParallel runs each shard's due timers on a goroutine of its own,
-// each shard in its own order (its late timers first), and waits for all. The first panic of a
-// callback is raised again here once every shard is done. ns is the
-// clock's reading.
+// each shard in its own order (its late timers first), and waits for all.
+// The first panic of a callback is raised again here once every shard is
+// done. ns is the clock's reading.
 func (h *Hierarchy) advanceParallel(target, ns int64) int {
 	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		ran   int
-		perr  any
-		found bool
+		wg   sync.WaitGroup
+		ran  atomic.Int64
+		perr atomic.Pointer[any] // the first panic
 	)
 	for _, s := range h.shards {
 		s.lock()
 		e, due := s.nextLocked(true)
 		s.mu.Unlock()
 		if !due || e > target {
-			continue
+			continue // nothing due: no goroutine
 		}
 		wg.Go(func() {
-			n := 0
 			defer func() {
-				r := recover()
-				mu.Lock()
-				ran += n
-				if r != nil && !found {
-					perr, found = r, true
+				if r := recover(); r != nil {
+					perr.CompareAndSwap(nil, &r)
 				}
-				mu.Unlock()
 			}()
-			n += s.advanceTo(target, ns, true)
-			for {
-				s.lock()
-				c, due := s.nextLocked(false)
-				s.mu.Unlock()
-				if !due || c > target {
-					return
-				}
-				n += s.advanceTo(c, ns, false)
+			for late, more := true, true; more; late = false {
+				var n int
+				n, more = s.advanceTo(target, ns, late)
+				ran.Add(int64(n))
 			}
 		})
 	}
 	wg.Wait()
-	if found {
-		panic(perr)
+	if p := perr.Load(); p != nil {
+		panic(*p)
 	}
-	return ran
+	return int(ran.Load())
 }

@@ -65,9 +65,6 @@ type shard struct {
 // long work little.
 const batch = 2048
 
-// nextBudget is how many timers Next looks at per shard.
-const nextBudget = 256
-
 func newShard(h *Hierarchy, idx int, slots []int) *shard {
 	s := &shard{h: h, idx: idx}
 	s.oneShot = binding{s: s}
@@ -115,15 +112,6 @@ func (s *shard) yieldLocked() {
 	s.lock()
 }
 
-// lateForLocked reports whether a timer armed now for tick d goes on the
-// late list: d is before now, or armed by a callback (or beside one) for a
-// tick already being fired, which waits for the next Advance, so that a
-// callback that re-arms itself for "now" cannot keep one Advance from
-// returning, and the order of one Advance holds. s.mu must be held.
-func (s *shard) lateForLocked(d int64) bool {
-	return d < s.now.Load() || s.advancing && d <= max(s.now.Load(), s.h.frontier.Load())
-}
-
 // inWheel reports whether tick f is after the shard's now and after the
 // running Advance's frontier. A timer filed at such a tick is in a wheel
 // slot whose tick has not come; one on the late, overdue or firing list is
@@ -148,14 +136,17 @@ func (s *shard) dueInWheel(w int64) bool {
 }
 
 // fileLocked files t under due tick d: on the late list if d is before
-// now (see fileLateLocked), otherwise in the slot of the lowest level whose current revolution
-// contains d. A timer just armed (fresh) also goes on the late list when
-// armed by a callback (or beside one) for a tick already being fired (see
-// lateForLocked); one that the shard files again by its deadline (a
-// cascade, a later-move found when its tick came) goes to the slot for
-// that tick, to fire in this Advance. s.mu must be held.
+// now (see fileLateLocked), otherwise in the slot of the lowest level whose
+// current revolution contains d. A timer just armed (fresh) also goes on
+// the late list when armed by a callback (or beside one) for a tick already
+// being fired, which waits for the next Advance, so that a callback that
+// re-arms itself for "now" cannot keep one Advance from returning, and the
+// order of one Advance holds. One that the shard files again by its
+// deadline (a cascade, a later-move found when its tick came) goes to the
+// slot for that tick, to fire in this Advance. s.mu must be held.
 func (s *shard) fileLocked(t *Timer, d int64, fresh bool) {
-	if d < s.now.Load() || fresh && s.lateForLocked(d) {
+	now := s.now.Load()
+	if d < now || fresh && s.advancing && d <= max(now, s.h.frontier.Load()) {
 		s.fileLateLocked(t, d)
 		return
 	}
@@ -208,9 +199,6 @@ func (s *shard) collectLateLocked(c int64) {
 // that panicked, or collected by endAdvance) back at the head of the late
 // list, for the next Advance. s.mu must be held.
 func (s *shard) requeueLocked() {
-	if s.firing.empty() {
-		return
-	}
 	s.late.moveAllTo(&s.firing)
 	s.firing.moveAllTo(&s.late)
 	s.lateMin = math.MinInt64 // due at once, as far as the driver knows
@@ -259,31 +247,20 @@ func (s *shard) unlinkLocked(t *Timer) {
 	if t == s.walk {
 		s.walk = t.next // collectLateLocked goes on from the next one
 	}
-	if head := t.unlink(); head != nil {
-		// That emptied the list: if it is the slot t was filed in, its
-		// occupancy bit goes.
-		if l, sl, ok := s.slotFiledLocked(t.filed); ok && head == &l.slots[sl] {
-			l.clearOccupied(sl)
-		}
-	}
-}
-
-// slotFiledLocked returns the slot a timer filed at tick d sits in if it
-// is in a wheel slot: that of the lowest level whose current revolution
-// contains d, as slotLocked chose it. Until the slot's cascade, now stays
-// before the slot's first tick and in the same revolution of its level, so
-// the choice made then is the same now. ok is false when d lies before
-// that level's revolution (a late timer). s.mu must be held.
-func (s *shard) slotFiledLocked(d int64) (l *level, slot int, ok bool) {
-	for _, l := range s.levels {
-		if d <= l.last {
-			if d < l.start {
-				return nil, 0, false
+	head := t.unlink()
+	// If that emptied the list, and it is the slot t was filed in, its
+	// occupancy bit goes. That slot is the one slotLocked chose: until the
+	// slot's cascade, now stays before the slot's first tick and in the same
+	// revolution of its level. A tick before that level's revolution is a
+	// late timer's.
+	for i := 0; head != nil && i < len(s.levels); i++ {
+		if l := s.levels[i]; t.filed <= l.last {
+			if sl := l.slotOf(t.filed); t.filed >= l.start && head == &l.slots[sl] {
+				l.clearOccupied(sl)
 			}
-			return l, l.slotOf(d), true
+			return
 		}
 	}
-	return nil, 0, false
 }
 
 // setNowLocked moves the current tick to now. s.mu must be held.
@@ -300,7 +277,7 @@ func (s *shard) setNowLocked(now int64) {
 func (s *shard) nextEventLocked() (tick int64, lv, slot int, ok bool) {
 	now := s.now.Load()
 	for i := len(s.levels) - 1; i >= 0; i-- {
-		if e, sl, found := s.levels[i].next(now); found && (!ok || e < tick) {
+		if e, sl, found := s.levels[i].next(s.levels[i].slotOf(now)); found && (!ok || e < tick) {
 			tick, lv, slot, ok = e, i, sl, true
 		}
 	}
@@ -321,60 +298,13 @@ func (s *shard) nextLocked(withLate bool) (int64, bool) {
 	return e, ok
 }
 
-// earliestDueLocked returns the earliest due tick of the armed timers, looking
-// at no more than nextBudget timers: the level-0 lists are in tick order, so
-// their heads tell; the firing and late lists and coarse slots are
-// scanned, coarse slots in order while they start before the best found.
-// When the budget runs out, it returns a lower bound instead: lateMin for
-// the late list, a cascade's tick for a slot (no deadline in it is earlier),
-// and for the firing list, which holds timers due by the running Advance's
-// tick, the earliest tick there is. s.mu must be held.
-func (s *shard) earliestDueLocked() (best int64, ok bool) {
-	if s.count == 0 {
-		return 0, false
-	}
-	consider := func(d int64) {
-		if !ok || d < best {
-			best, ok = d, true
-		}
-	}
-	budget := nextBudget
-	// A timer's deadline tells its due tick: one collected for firing, or
-	// in a slot, may have been moved later since it was filed (see
-	// Timer.rearm).
-	scan := func(l *Timer, bound int64) {
-		for t := l.next; t != l; t = t.next {
-			if budget--; budget < 0 {
-				consider(bound)
-				return
-			}
-			consider(s.h.dueTick(t.when.Load()))
-		}
-	}
-	scan(&s.firing, math.MinInt64)
-	scan(&s.late, s.lateMin)
-	now := s.now.Load()
-	for _, l := range s.levels {
-		// A slot holds timers due at its tick or, moved later since they
-		// were filed, after it (coarse slots: within it).
-		for e, sl, found := l.next(now); found && (!ok || e < best); e, sl, found = l.nextAfter(now, sl) {
-			scan(&l.slots[sl], e)
-		}
-	}
-	return best, ok
-}
-
 // collectLocked processes, in order, the wheels' events up to tick c,
 // cascading coarse slots and moving the timers of level-0 slots to the
 // firing list. It
 // leaves now at c (or where it was, if later). s.mu must be held; it is
 // released and taken again between batches of a long cascade.
 func (s *shard) collectLocked(c int64) {
-	for {
-		e, lv, sl, ok := s.nextEventLocked()
-		if !ok || e > c {
-			break
-		}
+	for e, lv, sl, ok := s.nextEventLocked(); ok && e <= c; e, lv, sl, ok = s.nextEventLocked() {
 		if e > s.now.Load() {
 			s.setNowLocked(e)
 		}
@@ -398,21 +328,15 @@ func (s *shard) collectLocked(c int64) {
 // must be held.
 func (s *shard) cascadeLocked(l *level, sl int) {
 	sent := &l.slots[sl]
-	for {
-		for range s.h.batchSize() {
-			t := sent.next
-			if t == sent {
-				break
-			}
-			t.unlink()
-			s.fileLocked(t, s.h.dueTick(t.when.Load()), false)
+	for n := 1; !sent.empty(); n++ {
+		t := sent.next
+		t.unlink()
+		s.fileLocked(t, s.h.dueTick(t.when.Load()), false)
+		if n%s.h.batchSize() == 0 {
+			s.yieldLocked()
 		}
-		if sent.empty() {
-			l.clearOccupied(sl)
-			return
-		}
-		s.yieldLocked()
 	}
+	l.clearOccupied(sl)
 }
 
 // claimLocked ends the arming of t, bound to b and taken off the firing
@@ -456,7 +380,6 @@ func (s *shard) fireLocked(c, clockNs int64, held *bool) (ran int) {
 			return ran
 		}
 		t.unlink()
-		filed := t.filed
 		b := t.b.Load()
 		w, next, due := t.claimLocked(b, clockNs)
 		if !due { // moved later since it was filed
@@ -468,7 +391,7 @@ func (s *shard) fireLocked(c, clockNs int64, held *bool) (ran int) {
 			}
 			continue
 		}
-		s.stats.lateness.add(satAdd(clockNs, -max(s.h.tickNanos(filed), math.MinInt64+1))) // saturated: a deadline centuries past is very late, not on time
+		s.stats.lateness.add(satAdd(clockNs, -max(s.h.tickNanos(t.filed), math.MinInt64+1))) // saturated: a deadline centuries past is very late, not on time
 		switch {
 		case b.period > 0:
 			s.rearmPeriodicLocked(t, next)
