@@ -841,6 +841,26 @@ func TestOrder_KeptAfterRecoveredPanic(t *testing.T) {
 	mustCheck(t, h)
 }
 
+// TestOrder_PanicLeftoversAheadOfTimersArmedMeanwhile: what a panicking
+// callback left goes back ahead of a past deadline a callback armed before
+// the panic: they fire at the next Advance in the order armed, and nothing
+// is left on the firing list in between.
+func TestOrder_PanicLeftoversAheadOfTimersArmedMeanwhile(t *testing.T) {
+	h, clk := newFake(t, WithShards(1))
+	o := h.origin
+	var r recorder
+	at := o.Add(2 * time.Millisecond)
+	h.AtFunc(at, func() { h.AtFunc(o, r.fn("X")) })
+	h.AtFunc(at, func() { panic("boom") })
+	h.AtFunc(at, r.fn("B"))
+	clk.Set(at)
+	assert.Panics(t, func() { h.Advance() })
+	mustCheck(t, h)
+	advanceWithin(t, h, "the Advance after a panic")
+	assert.Equal(t, []string{"B", "X"}, r.take(), "B, armed before X")
+	mustCheck(t, h)
+}
+
 // TestConstantCost_PastDeadlinesInAnyOrder arms many timers with past
 // deadlines in decreasing order (the worst case for a sorted insert): each
 // arming is O(1), and they fire in the order armed (in one shard).

@@ -119,6 +119,7 @@ func TestLate_ClockBackKeepsWhatIsNotDue(t *testing.T) {
 	for _, m := range mins {
 		timers[m] = h.AtFunc(origin.Add(m*time.Minute), rec(m))
 	}
+	h.AtFunc(origin.Add(3*time.Hour), rec(180)) // in a wheel, for the driver's next wake-up not to take
 	yields := 0
 	h.knobs().betweenBatches = func() {
 		yields++
@@ -141,7 +142,7 @@ func TestLate_ClockBackKeepsWhatIsNotDue(t *testing.T) {
 	got = nil
 	advanceTo(t, h, clk, origin.Add(2*time.Hour), "the clock past them all")
 	assert.Equal(t, []time.Duration{50, 45, 40, 35, 52, 48}, got, "the rest, in the order armed")
-	assert.Equal(t, 0, h.Len())
+	assert.Equal(t, 1, h.Len(), "the timer 3 hours out")
 	mustCheck(t, h)
 }
 
@@ -245,5 +246,60 @@ func TestLate_StopAndRearmSameTickWhileWalking(t *testing.T) {
 		assert.Equal(t, 1, fired[i], "timer %d fired once", i)
 	}
 	assert.Equal(t, 0, h.Len())
+	mustCheck(t, h)
+}
+
+// TestLate_ClockBackByOneTick: a timer armed by a callback for the tick that
+// Advance is firing is filed at the shard's now, on the late list; when the
+// clock then goes back by one tick, it is not due, and fires once the clock
+// is back at its tick.
+func TestLate_ClockBackByOneTick(t *testing.T) {
+	h, clk := newFake(t, WithShards(1))
+	at := h.origin.Add(time.Hour)
+	fired := 0
+	h.AtFunc(at, func() { h.AtFunc(at, func() { fired++ }) })
+	assert.Equal(t, 1, advanceTo(t, h, clk, at, "the hour"))
+	assert.Equal(t, 0, advanceTo(t, h, clk, at.Add(-time.Millisecond), "a tick back"), "the timer armed for the hour: early")
+	assert.Equal(t, 1, advanceTo(t, h, clk, at, "the hour again"))
+	assert.Equal(t, 1, fired)
+	mustCheck(t, h)
+}
+
+// TestLate_MovedLeftoverStillDueFires: a timer moved later in its slot and
+// left on the firing list by a panicking callback goes to the late list,
+// filed at its old tick; the next Advance, whose tick is past its new one,
+// finds it moved and still due, and fires it.
+func TestLate_MovedLeftoverStillDueFires(t *testing.T) {
+	h, clk := newFake(t, WithShards(1))
+	o := h.origin
+	h.AtFunc(o.Add(5*time.Millisecond), func() { panic("boom") })
+	fired := 0
+	x := h.AtFunc(o.Add(5*time.Millisecond), func() { fired++ })
+	require.True(t, x.ResetAt(o.Add(7*time.Millisecond)), "moved later, in place")
+	clk.Set(o.Add(10 * time.Millisecond))
+	assert.Panics(t, func() { h.Advance() })
+	mustCheck(t, h)
+	assert.Equal(t, 1, advanceWithin(t, h, "the Advance after the panic, the clock unmoved"))
+	assert.Equal(t, 1, fired)
+	mustCheck(t, h)
+}
+
+// TestLate_PanicLeftoversBoundTheDriversWake: after a walk of the late list
+// left nothing (the clock went back), a panicking callback's leftovers go on
+// the late list, and the driver's next wake-up is no later than their tick.
+func TestLate_PanicLeftoversBoundTheDriversWake(t *testing.T) {
+	h, clk := newBackwards(t)
+	o := h.origin
+	h.AtFunc(o.Add(10*time.Minute), func() {})
+	assert.Equal(t, 1, advanceWithin(t, h, "a walk that fires the one late timer"))
+	at := o.Add(time.Hour + 5*time.Millisecond)
+	h.AtFunc(at, func() { panic("boom") })
+	h.AtFunc(at, func() {})
+	clk.Set(at)
+	assert.Panics(t, func() { h.Advance() })
+	e, ok := h.nextWake()
+	require.True(t, ok, "the driver wakes for the timer left")
+	assert.LessOrEqual(t, e, h.dueTick(int64(at.Sub(o))))
+	assert.Equal(t, 1, advanceWithin(t, h, "the Advance after the panic"))
 	mustCheck(t, h)
 }
