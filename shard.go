@@ -114,13 +114,14 @@ func (s *shard) yieldLocked() {
 
 // inWheel reports whether tick f is after the shard's now and after the
 // running Advance's frontier. A timer filed at such a tick is in a wheel
-// slot whose tick has not come; one on the late, overdue or firing list is
+// slot whose tick has not come; one on the late or firing list is
 // filed at or before one of them. A later-move (see Timer.rearm) asks it
 // without the lock, of the due tick of the deadline it replaces: a timer is
 // filed at that tick or before, and the timers of the late list at
-// exactly that tick (they are never moved later in place), so a due tick
-// past both means a slot — or a timer collected for firing since, which
-// the firing re-files by its deadline. The frontier is loaded first:
+// exactly that tick (they are never moved later in place; a panicking
+// callback's leftovers, filed before, the firing re-files by deadline), so
+// a due tick past both means a slot — or a timer collected for firing
+// since, which the firing re-files by its deadline. The frontier is loaded first:
 // endAdvance moves every shard's now before it clears the frontier, so a
 // cleared frontier comes with a now at least as far.
 func (s *shard) inWheel(f int64) bool {
