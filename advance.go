@@ -3,14 +3,18 @@ package timingwheel
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 )
 
 // Advance runs on the calling goroutine the callback of every armed timer
 // due by the clock's reading now.
 //
 // A timer is due once its deadline, rounded up to a tick, is at or before
-// the clock's reading; the callbacks run in order of those rounded
-// deadlines across all shards. Advance returns how many callbacks ran. It
+// the clock's reading. Timers armed for a tick that had already come (a
+// past deadline, or one a callback armed for the tick being fired) run
+// first, in the order they were armed, shard by shard; then the others, in
+// order of their rounded deadlines across all shards. Advance returns how
+// many callbacks ran. It
 // cascades coarse slots on the way, visiting only slots that hold timers,
 // so a jump of the clock by any amount costs work proportional to the
 // timers due and the occupied slots crossed.
@@ -42,7 +46,9 @@ func (h *Hierarchy) Advance() int {
 	return h.advance()
 }
 
-// advance is Advance's work, with h.advMu held.
+// advance is Advance's work, with h.advMu held: each shard's late timers
+// first, in the order of the shards, then the wheels' timers due by the
+// clock's tick.
 func (h *Hierarchy) advance() int {
 	ns := h.elapsed()
 	target := min(floorDiv(ns, h.tick), h.lastTick)
@@ -50,22 +56,18 @@ func (h *Hierarchy) advance() int {
 		s.lock()
 		s.advancing = true
 		s.current = nil // left by a callback that panicked
-		// What a panicking callback left on the firing list goes back
-		// among the overdue timers, in order; then the late arrivals.
-		for t := s.firing.next; t != &s.firing; t = s.firing.next {
-			t.unlink()
-			// Filed again by its deadline, which a later-move may have
-			// changed since (see shard.inWheel).
-			s.refileLocked(t)
-		}
 		s.mu.Unlock()
-		s.mergeLate()
 	}
 	defer h.endAdvance(target)
 	if h.parallel && len(h.shards) > 1 {
 		return h.advanceParallel(target, ns)
 	}
-	return h.advanceOrdered(target, ns)
+	ran := 0
+	for _, s := range h.shards {
+		n, _ := s.advanceTo(target, ns, true)
+		ran += n
+	}
+	return ran + h.advanceOrdered(target, ns)
 }
 
 // endAdvance moves every shard's now to target, unless it is there already,
@@ -77,8 +79,9 @@ func (h *Hierarchy) endAdvance(target int64) {
 		if target > s.now.Load() {
 			// Usually this only moves now. After a callback panicked, or
 			// for a timer armed meanwhile into a shard that was behind,
-			// what is due lands on the firing list, for the next Advance.
+			// what is due goes on the late list, for the next Advance.
 			s.collectLocked(target)
+			s.requeueLocked()
 		}
 		s.advancing = false
 		s.mu.Unlock()
@@ -99,9 +102,9 @@ func (h *Hierarchy) endAdvance(target int64) {
 func (h *Hierarchy) advanceOrdered(target, ns int64) int {
 	ran := 0
 	for first := true; ; first = false {
-		c, ok := int64(0), false
+		c := target + 1 // target is before the end of time: no overflow
 		for _, s := range h.shards {
-			if w := s.workFrom.Load(); !first && (w > target || ok && w >= c) {
+			if w := s.workFrom.Load(); !first && w >= c {
 				continue
 			}
 			s.lock()
@@ -111,11 +114,9 @@ func (h *Hierarchy) advanceOrdered(target, ns int64) int {
 			}
 			s.workFrom.Store(e) // a lower bound of its work from now on (see slotLocked)
 			s.mu.Unlock()
-			if e <= target && (!ok || e < c) {
-				c, ok = e, true
-			}
+			c = min(c, e)
 		}
-		if !ok {
+		if c > target {
 			return ran
 		}
 		// Never back: a round can find, at a tick before the last round's,
@@ -125,76 +126,74 @@ func (h *Hierarchy) advanceOrdered(target, ns int64) int {
 		}
 		for _, s := range h.shards {
 			if s.workFrom.Load() <= c {
-				ran += s.advanceTo(c, ns)
+				n, _ := s.advanceTo(c, ns, false)
+				ran += n
 			}
 		}
 	}
 }
 
-// advanceTo collects the shard's work up to tick c and runs the callbacks
-// due, returning how many ran. clockNs is the clock's reading, for the
-// lateness statistics.
-func (s *shard) advanceTo(c, clockNs int64) int {
+// advanceTo runs the callbacks of the shard's work due by tick c and returns
+// how many ran, and whether it had such work: the late timers due by c if
+// late is set, else the timers its wheels' next event collects, if that
+// event is due by c. clockNs is the clock's reading, for the lateness
+// statistics. If a callback panics, the timers it leaves collected go back
+// on the late list and the panic goes on: the one panic path of both modes
+// of Advance (advanceParallel only carries it to Advance's goroutine).
+func (s *shard) advanceTo(c, clockNs int64, late bool) (int, bool) {
 	s.lock()
 	held := true
 	defer func() {
 		if !held { // a callback panicked: it is no longer current
 			s.lock()
 			s.current = nil
+			s.requeueLocked()
 		}
 		s.mu.Unlock()
 	}()
-	if e, due := s.nextLocked(false); !due || e > c {
-		return 0
+	if late {
+		s.collectLateLocked(c)
+	} else if e, due := s.nextLocked(false); due && e <= c {
+		s.collectLocked(e)
+	} else {
+		return 0, false
 	}
-	s.collectLocked(c)
-	return s.fireLocked(clockNs, &held)
+	return s.fireLocked(c, clockNs, &held), true
 }
 
 // advanceParallel runs each shard's due timers on a goroutine of its own,
-// each shard in its own order, and waits for all. The first panic of a
-// callback is raised again here once every shard is done. ns is the
-// clock's reading.
+// each shard in its own order (its late timers first), and waits for all.
+// The first panic of a callback is raised again here once every shard is
+// done. ns is the clock's reading.
 func (h *Hierarchy) advanceParallel(target, ns int64) int {
 	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		ran   int
-		perr  any
-		found bool
+		wg   sync.WaitGroup
+		ran  atomic.Int64
+		perr atomic.Pointer[any] // the first panic
 	)
 	for _, s := range h.shards {
 		s.lock()
-		e, due := s.nextLocked(false)
+		e, due := s.nextLocked(true)
 		s.mu.Unlock()
 		if !due || e > target {
-			continue
+			continue // nothing due: no goroutine
 		}
 		wg.Go(func() {
-			n := 0
 			defer func() {
-				r := recover()
-				mu.Lock()
-				ran += n
-				if r != nil && !found {
-					perr, found = r, true
+				if r := recover(); r != nil {
+					perr.CompareAndSwap(nil, &r)
 				}
-				mu.Unlock()
 			}()
-			for {
-				s.lock()
-				c, due := s.nextLocked(false)
-				s.mu.Unlock()
-				if !due || c > target {
-					return
-				}
-				n += s.advanceTo(c, ns)
+			for late, more := true, true; more; late = false {
+				var n int
+				n, more = s.advanceTo(target, ns, late)
+				ran.Add(int64(n))
 			}
 		})
 	}
 	wg.Wait()
-	if found {
-		panic(perr)
+	if p := perr.Load(); p != nil {
+		panic(*p)
 	}
-	return ran
+	return int(ran.Load())
 }

@@ -264,6 +264,50 @@ func (h *Hierarchy) Next() (time.Time, bool) {
 	return h.tickTime(best), true
 }
 
+// nextBudget is how many timers Next looks at per shard: a bound on how
+// long Next holds every shard's lock (see BenchmarkStall, op=next).
+const nextBudget = 256
+
+// earliestDueLocked returns the earliest due tick of the armed timers, looking
+// at no more than nextBudget timers: the level-0 lists are in tick order, so
+// their heads tell; the firing and late lists and coarse slots are
+// scanned, coarse slots in order while they start before the best found.
+// When the budget runs out, it returns a lower bound instead: lateMin for
+// the late list, a cascade's tick for a slot (no deadline in it is earlier),
+// and for the firing list, which holds timers due by the running Advance's
+// tick, the earliest tick there is. s.mu must be held.
+func (s *shard) earliestDueLocked() (best int64, ok bool) {
+	consider := func(d int64) {
+		if !ok || d < best {
+			best, ok = d, true
+		}
+	}
+	budget := nextBudget
+	// A timer's deadline tells its due tick: one collected for firing, or
+	// in a slot, may have been moved later since it was filed (see
+	// Timer.rearm).
+	scan := func(l *Timer, bound int64) {
+		for t := l.next; t != l; t = t.next {
+			if budget--; budget < 0 {
+				consider(bound)
+				return
+			}
+			consider(s.h.dueTick(t.deadlineLocked(s.h, t.when.Load())))
+		}
+	}
+	scan(&s.firing, math.MinInt64)
+	scan(&s.late, s.lateMin)
+	now := s.now.Load()
+	for _, l := range s.levels {
+		// A slot holds timers due at its tick or, moved later since they
+		// were filed, after it (coarse slots: within it).
+		for e, sl, found := l.next(l.slotOf(now)); found && (!ok || e < best); e, sl, found = l.next(sl + 1) {
+			scan(&l.slots[sl], e)
+		}
+	}
+	return best, ok
+}
+
 // nextWake returns the tick of the earliest work of any shard, which may be
 // a cascade: when the driver must next call Advance.
 func (h *Hierarchy) nextWake() (int64, bool) {

@@ -49,24 +49,12 @@ func newLevel(index, n int, width int64) *level {
 
 // setNow recomputes the bounds of the revolution that contains now.
 func (l *level) setNow(now int64) {
-	l.start = l.startFor(now)
-	l.last = l.lastFor(now)
-}
-
-// startFor returns the first tick of the revolution that contains now.
-func (l *level) startFor(now int64) int64 {
 	if l.span == 0 {
-		return 0
+		l.start, l.last = 0, math.MaxInt64
+		return
 	}
-	return now - now%l.span
-}
-
-// lastFor returns the last tick of the revolution that contains now.
-func (l *level) lastFor(now int64) int64 {
-	if l.span == 0 {
-		return math.MaxInt64
-	}
-	return satAdd(l.startFor(now), l.span-1)
+	l.start = now - now%l.span
+	l.last = satAdd(l.start, l.span-1)
 }
 
 // slotOf returns the slot of tick d, which must lie in now's revolution:
@@ -84,49 +72,20 @@ func (l *level) slotOf(d int64) int {
 func (l *level) setOccupied(s int)   { l.occ[s>>6] |= 1 << (s & 63) }
 func (l *level) clearOccupied(s int) { l.occ[s>>6] &^= 1 << (s & 63) }
 
-// firstOccupied returns the first occupied slot at or after s, without
-// wrapping: a level holds only its current revolution.
-func (l *level) firstOccupied(s int) (int, bool) {
-	i := s >> 6
-	if i >= len(l.occ) {
-		return 0, false
-	}
-	w := l.occ[i] &^ (1<<(s&63) - 1)
-	for {
+// next returns the first occupied slot at or after s, in now's revolution
+// (a level holds no other), and its first tick, the level's event there.
+// A slot holds only ticks at or after its own first one, so the tick does
+// not exceed the (representable) due tick of any timer in it.
+func (l *level) next(s int) (tick int64, slot int, ok bool) {
+	for i := s >> 6; i < len(l.occ); i++ {
+		w := l.occ[i]
+		if i == s>>6 {
+			w &^= 1<<(s&63) - 1
+		}
 		if w != 0 {
-			return i<<6 | bits.TrailingZeros64(w), true
+			slot = i<<6 | bits.TrailingZeros64(w)
+			return l.start + int64(slot)*l.width, slot, true
 		}
-		i++
-		if i == len(l.occ) {
-			return 0, false
-		}
-		w = l.occ[i]
 	}
-}
-
-// next returns the level's next event, the first tick of its first occupied
-// slot at or after now's, together with that slot.
-func (l *level) next(now int64) (tick int64, slot int, ok bool) {
-	return l.occupiedFrom(now, l.slotOf(now))
-}
-
-// nextAfter is like next for the first occupied slot after slot.
-func (l *level) nextAfter(now int64, slot int) (tick int64, next int, ok bool) {
-	return l.occupiedFrom(now, slot+1)
-}
-
-// occupiedFrom returns the first occupied slot at or after s in now's
-// revolution, and its first tick.
-func (l *level) occupiedFrom(now int64, s int) (tick int64, slot int, ok bool) {
-	start := int64(0)
-	if l.span != 0 {
-		start = now - now%l.span
-	}
-	s, ok = l.firstOccupied(s)
-	if !ok {
-		return 0, 0, false
-	}
-	// A slot holds only ticks at or after its own first one, so this sum
-	// does not exceed the (representable) due tick of any timer in it.
-	return start + int64(s)*l.width, s, true
+	return 0, 0, false
 }

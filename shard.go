@@ -43,14 +43,9 @@ type shard struct {
 	advancing bool // an Advance is running: timers due by now wait for the next one
 
 	levels  []*level
-	overdue Timer               // timers due before now, sorted by filed tick
-	late    Timer               // timers filed due before now since the last Advance, unsorted
-	lateMin int64               // a lower bound of the ticks filed on late
-	pending Timer               // the late list being sorted by mergeLate
-	limbo   Timer               // marks late timers taken off to be sorted (see mergeLate)
-	sorting bool                // mergeLate holds timers in pending and limbo; lateMin bounds them too
-	left    map[*Timer]struct{} // timers that left limbo during mergeLate
-	scratch []lateTimer
+	late    Timer  // timers filed at a tick already come, in the order filed (see fileLateLocked)
+	lateMin int64  // a lower bound of the ticks filed on late
+	walk    *Timer // the next late timer collectLateLocked looks at; nil outside it
 	firing  Timer  // timers collected by Advance and not yet run
 	current *Timer // the timer whose callback runs, for Timeouts, and nil between callbacks; written by the advancing goroutine
 
@@ -59,7 +54,8 @@ type shard struct {
 	_ [64]byte // keep the next shard's hot fields off this one's cache lines
 }
 
-// Long work — cascading a slot, sorting past deadlines — is done in
+// Long work — cascading a slot, sifting the late list when the clock went
+// back — is done in
 // batches of at most this many timers per hold of a shard's lock (measured
 // for a cascade: about 30µs when the timers are in cache, about 0.45ms
 // when each is a cache miss), so that stopping or re-arming a timer of
@@ -69,15 +65,11 @@ type shard struct {
 // long work little.
 const batch = 2048
 
-// nextBudget is how many timers Next looks at per shard.
-const nextBudget = 256
-
 func newShard(h *Hierarchy, idx int, slots []int) *shard {
 	s := &shard{h: h, idx: idx}
 	s.oneShot = binding{s: s}
-	for _, l := range []*Timer{&s.overdue, &s.late, &s.firing, &s.pending, &s.limbo} {
-		l.initList()
-	}
+	s.late.initList()
+	s.firing.initList()
 	width := int64(1)
 	for _, n := range slots {
 		l := newLevel(len(s.levels), n, width)
@@ -114,24 +106,16 @@ func (s *shard) yieldLocked() {
 	s.lock()
 }
 
-// lateForLocked reports whether a timer armed now for tick d goes on the
-// late list: d is before now, or armed by a callback (or beside one) for a
-// tick already being fired, which waits for the next Advance, so that a
-// callback that re-arms itself for "now" cannot keep one Advance from
-// returning, and the order of one Advance holds. s.mu must be held.
-func (s *shard) lateForLocked(d int64) bool {
-	return d < s.now.Load() || s.advancing && d <= max(s.now.Load(), s.h.frontier.Load())
-}
-
 // inWheel reports whether tick f is after the shard's now and after the
 // running Advance's frontier. A timer filed at such a tick is in a wheel
-// slot whose tick has not come; one on the late, overdue or firing list is
+// slot whose tick has not come; one on the late or firing list is
 // filed at or before one of them. A later-move (see Timer.rearm) asks it
 // without the lock, of the due tick of the deadline it replaces: a timer is
 // filed at that tick or before, and the timers of the late list at
-// exactly that tick (they are never moved later in place), so a due tick
-// past both means a slot — or a timer collected for firing since, which
-// the firing re-files by its deadline. The frontier is loaded first:
+// exactly that tick (they are never moved later in place; a panicking
+// callback's leftovers, filed before, the firing re-files by deadline), so
+// a due tick past both means a slot — or a timer collected for firing
+// since, which the firing re-files by its deadline. The frontier is loaded first:
 // endAdvance moves every shard's now before it clears the frontier, so a
 // cleared frontier comes with a now at least as far.
 func (s *shard) inWheel(f int64) bool {
@@ -147,19 +131,72 @@ func (s *shard) dueInWheel(w int64) bool {
 }
 
 // fileLocked files t under due tick d: on the late list if d is before
-// now, otherwise in the slot of the lowest level whose current revolution
-// contains d. A timer just armed (fresh) also goes on the late list when
-// armed by a callback (or beside one) for a tick already being fired (see
-// lateForLocked); one that the shard files again by its deadline (a
-// cascade, a later-move found when its tick came) goes to the slot for
-// that tick, to fire in this Advance. s.mu must be held.
+// now (see fileLateLocked), otherwise in the slot of the lowest level whose
+// current revolution contains d. A timer just armed (fresh) also goes on
+// the late list when armed by a callback (or beside one) for a tick already
+// being fired, which waits for the next Advance, so that a callback that
+// re-arms itself for "now" cannot keep one Advance from returning, and the
+// order of one Advance holds. One that the shard files again by its
+// deadline (a cascade, a later-move found when its tick came) goes to the
+// slot for that tick, to fire in this Advance. s.mu must be held.
 func (s *shard) fileLocked(t *Timer, d int64, fresh bool) {
-	if d < s.now.Load() || fresh && s.lateForLocked(d) {
+	now := s.now.Load()
+	if d < now || fresh && s.advancing && d <= max(now, s.h.frontier.Load()) {
 		s.fileLateLocked(t, d)
 		return
 	}
 	t.setFiledLocked(d)
 	s.slotLocked(t, d)
+}
+
+// fileLateLocked files t, due at tick d, a tick already come, on the late
+// list, which the next Advance fires first, in the order filed: arming
+// stays O(1) in any order, and such timers are as late as they will be. A
+// tick already come is one before now, or at now or the running Advance's
+// frontier (see lateForLocked), so every late timer is filed at or before
+// now once that Advance ends. s.mu must be held.
+func (s *shard) fileLateLocked(t *Timer, d int64) {
+	t.setFiledLocked(d)
+	if s.late.empty() || d < s.lateMin {
+		s.lateMin = d
+	}
+	s.late.pushBack(t)
+}
+
+// collectLateLocked moves the late timers due by tick c to the firing list,
+// in the order filed. Every late timer is filed at or before now, so all
+// are due, in O(1), unless the clock went back before now: then each is
+// looked at, in batches (see batch), the timers not due stay, and lateMin
+// bounds them again. s.mu must be held.
+func (s *shard) collectLateLocked(c int64) {
+	if c >= s.now.Load() {
+		s.late.moveAllTo(&s.firing)
+		return
+	}
+	s.lateMin = math.MaxInt64
+	for n, t := 1, s.late.next; t != &s.late; n++ {
+		s.walk = t.next // a Stop or re-arm of that timer moves walk on (see unlinkLocked)
+		if t.filed <= c {
+			t.unlink()
+			s.firing.pushBack(t)
+		} else {
+			s.lateMin = min(s.lateMin, t.filed)
+		}
+		if n%s.h.batch == 0 {
+			s.yieldLocked()
+		}
+		t = s.walk
+	}
+	s.walk = nil
+}
+
+// requeueLocked puts the timers left on the firing list (by a callback
+// that panicked, or collected by endAdvance) back at the head of the late
+// list, for the next Advance. s.mu must be held.
+func (s *shard) requeueLocked() {
+	s.late.moveAllTo(&s.firing)
+	s.firing.moveAllTo(&s.late)
+	s.lateMin = math.MinInt64 // due at once, as far as the driver knows
 }
 
 // tallyLocked counts an arming that starts (by +1: a timer armed that was
@@ -202,40 +239,23 @@ func (s *shard) addLevelLocked() {
 // unlinkLocked takes t off whatever list holds it, keeping the occupancy
 // bitmaps exact. s.mu must be held.
 func (s *shard) unlinkLocked(t *Timer) {
-	if t.next == &s.limbo {
-		// Taken off to be sorted: record that it left (see mergeLate).
-		if s.left == nil {
-			s.left = make(map[*Timer]struct{})
-		}
-		s.left[t] = struct{}{}
-		t.next, t.prev = nil, nil
-		return
+	if t == s.walk {
+		s.walk = t.next // collectLateLocked goes on from the next one
 	}
-	if head := t.unlink(); head != nil {
-		// That emptied the list: if it is the slot t was filed in, its
-		// occupancy bit goes.
-		if l, sl, ok := s.slotFiledLocked(t.filed); ok && head == &l.slots[sl] {
-			l.clearOccupied(sl)
-		}
-	}
-}
-
-// slotFiledLocked returns the slot a timer filed at tick d sits in if it
-// is in a wheel slot: that of the lowest level whose current revolution
-// contains d, as slotLocked chose it. Until the slot's cascade, now stays
-// before the slot's first tick and in the same revolution of its level, so
-// the choice made then is the same now. ok is false when d lies before
-// that level's revolution (a late timer). s.mu must be held.
-func (s *shard) slotFiledLocked(d int64) (l *level, slot int, ok bool) {
-	for _, l := range s.levels {
-		if d <= l.last {
-			if d < l.start {
-				return nil, 0, false
+	head := t.unlink()
+	// If that emptied the list, and it is the slot t was filed in, its
+	// occupancy bit goes. That slot is the one slotLocked chose: until the
+	// slot's cascade, now stays before the slot's first tick and in the same
+	// revolution of its level. A tick before that level's revolution is a
+	// late timer's.
+	for i := 0; head != nil && i < len(s.levels); i++ {
+		if l := s.levels[i]; t.filed <= l.last {
+			if sl := l.slotOf(t.filed); t.filed >= l.start && head == &l.slots[sl] {
+				l.clearOccupied(sl)
 			}
-			return l, l.slotOf(d), true
+			return
 		}
 	}
-	return nil, 0, false
 }
 
 // setNowLocked moves the current tick to now. s.mu must be held.
@@ -252,105 +272,34 @@ func (s *shard) setNowLocked(now int64) {
 func (s *shard) nextEventLocked() (tick int64, lv, slot int, ok bool) {
 	now := s.now.Load()
 	for i := len(s.levels) - 1; i >= 0; i-- {
-		if e, sl, found := s.levels[i].next(now); found && (!ok || e < tick) {
+		if e, sl, found := s.levels[i].next(s.levels[i].slotOf(now)); found && (!ok || e < tick) {
 			tick, lv, slot, ok = e, i, sl, true
 		}
 	}
 	return
 }
 
-// nextLocked returns the tick of the shard's next work, and false if it
-// has none: the earliest of the wheels' next event (a firing or a
-// cascade) and the heads of the firing and overdue lists, which are in
-// order. withLate adds the late list, which waits for the next Advance:
-// the driver asks with it, to call that Advance; an Advance asks without
-// it. It costs O(levels), not O(timers). s.mu must be held.
+// nextLocked returns the tick of the shard's next work for an Advance, and
+// false if it has none: the wheels' next event (a firing or a cascade).
+// withLate adds the late list (its lower bound lateMin), which the next
+// Advance fires first: the driver asks with it, to call that Advance; an
+// Advance's rounds ask without it. It costs O(levels), not O(timers). s.mu
+// must be held.
 func (s *shard) nextLocked(withLate bool) (int64, bool) {
 	e, _, _, ok := s.nextEventLocked()
-	for _, l := range []*Timer{&s.firing, &s.overdue} {
-		if !l.empty() {
-			if f := l.next.filed; !ok || f < e {
-				e, ok = f, true
-			}
-		}
-	}
-	if withLate && (s.sorting || !s.late.empty()) && (!ok || s.lateMin < e) {
+	if withLate && !s.late.empty() && (!ok || s.lateMin < e) {
 		e, ok = s.lateMin, true // may be earlier than needed after a Stop: harmless
 	}
 	return e, ok
 }
 
-// earliestDueLocked returns the earliest due tick of the armed timers, looking
-// at no more than nextBudget timers: the overdue, firing and level-0 lists are in
-// tick order, so their heads tell; the late list and coarse slots are
-// scanned, coarse slots in order while they start before the best found.
-// When the budget runs out, it returns the earliest event instead: a
-// cascade, at or before every deadline still unseen. s.mu must be held.
-func (s *shard) earliestDueLocked() (best int64, ok bool) {
-	if s.count == 0 {
-		return 0, false
-	}
-	consider := func(d int64) {
-		if !ok || d < best {
-			best, ok = d, true
-		}
-	}
-	budget := nextBudget
-	// The firing and overdue lists are in order of the ticks filed at; a
-	// timer collected for firing may have been moved later meanwhile (see
-	// Timer.rearm): its deadline tells.
-	for _, l := range []*Timer{&s.firing, &s.overdue} {
-		for t := l.next; t != l && (!ok || t.filed < best); t = t.next {
-			if budget--; budget < 0 {
-				consider(t.filed)
-				break
-			}
-			consider(s.h.dueTick(t.deadlineLocked(s.h, t.when.Load())))
-		}
-	}
-	if s.sorting {
-		consider(s.lateMin) // timers in limbo: no later than any of them
-	}
-	for t := s.late.next; t != &s.late; t = t.next {
-		if budget--; budget < 0 {
-			consider(s.lateMin)
-			break
-		}
-		consider(s.h.dueTick(t.deadlineLocked(s.h, t.when.Load())))
-	}
-	now := s.now.Load()
-	for _, l := range s.levels {
-		// A slot holds timers due at its tick or, moved later since they
-		// were filed, after it (coarse slots: within it).
-		for e, sl, found := l.next(now); found && (!ok || e < best); e, sl, found = l.nextAfter(now, sl) {
-			sent := &l.slots[sl]
-			for t := sent.next; t != sent; t = t.next {
-				if budget--; budget < 0 {
-					consider(e) // the slot's tick: no deadline in it is earlier
-					break
-				}
-				consider(s.h.dueTick(t.deadlineLocked(s.h, t.when.Load())))
-			}
-		}
-	}
-	return best, ok
-}
-
-// collectLocked processes, in order, the shard's work up to tick c: the
-// overdue timers due by c and the wheels' events up to c, cascading coarse
-// slots and moving the timers of level-0 slots to the firing list. It
+// collectLocked processes, in order, the wheels' events up to tick c,
+// cascading coarse slots and moving the timers of level-0 slots to the
+// firing list. It
 // leaves now at c (or where it was, if later). s.mu must be held; it is
 // released and taken again between batches of a long cascade.
 func (s *shard) collectLocked(c int64) {
-	for t := s.overdue.next; t != &s.overdue && t.filed <= c; t = s.overdue.next {
-		t.unlink()
-		s.firing.pushBack(t)
-	}
-	for {
-		e, lv, sl, ok := s.nextEventLocked()
-		if !ok || e > c {
-			break
-		}
+	for e, lv, sl, ok := s.nextEventLocked(); ok && e <= c; e, lv, sl, ok = s.nextEventLocked() {
 		if e > s.now.Load() {
 			s.setNowLocked(e)
 		}
@@ -374,21 +323,15 @@ func (s *shard) collectLocked(c int64) {
 // must be held.
 func (s *shard) cascadeLocked(l *level, sl int) {
 	sent := &l.slots[sl]
-	for {
-		for range s.h.batch {
-			t := sent.next
-			if t == sent {
-				break
-			}
-			t.unlink()
-			s.refileLocked(t)
+	for n := 1; !sent.empty(); n++ {
+		t := sent.next
+		t.unlink()
+		s.refileLocked(t, math.MinInt64)
+		if n%s.h.batch == 0 {
+			s.yieldLocked()
 		}
-		if sent.empty() {
-			l.clearOccupied(sl)
-			return
-		}
-		s.yieldLocked()
 	}
+	l.clearOccupied(sl)
 }
 
 // claimLocked ends the arming of t, bound to b and taken off the firing
@@ -419,8 +362,8 @@ func (t *Timer) claimLocked(b *binding, clockNs int64) (w, next int64, due bool)
 }
 
 // fireLocked runs the callbacks of the timers on the firing list, in order,
-// with s.mu released around each, and returns how many ran. clockNs is the
-// clock's reading, for the lateness statistics and the next run of a
+// with s.mu released around each, and returns how many ran: all due by tick
+// c, the tick collected up to. clockNs is the clock's reading, for the lateness statistics and the next run of a
 // periodic timer. *held tells whether s.mu is held: if a callback panics,
 // the panic propagates with s.mu released and the rest of the list is left
 // for the next Advance. s.mu must be held.
@@ -428,21 +371,20 @@ func (t *Timer) claimLocked(b *binding, clockNs int64) (w, next int64, due bool)
 // A periodic timer is armed for its next run before its callback starts,
 // so Stop during the callback stops it. A timer bound by InitOn stays
 // armed, its run pending, until the executor starts the run (see runOn).
-func (s *shard) fireLocked(clockNs int64, held *bool) (ran int) {
+func (s *shard) fireLocked(c, clockNs int64, held *bool) (ran int) {
 	for {
 		t := s.firing.next
 		if t == &s.firing {
 			return ran
 		}
 		t.unlink()
-		filed := t.filed
 		b := t.b.Load()
 		_, next, due := t.claimLocked(b, clockNs)
 		if !due {
-			s.refileLocked(t) // moved later since it was filed
+			s.refileLocked(t, c) // moved later since it was filed
 			continue
 		}
-		s.stats.lateness.add(satAdd(clockNs, -max(s.h.tickNanos(filed), math.MinInt64+1))) // saturated: a deadline centuries past is very late, not on time
+		s.stats.lateness.add(satAdd(clockNs, -max(s.h.tickNanos(t.filed), math.MinInt64+1))) // saturated: a deadline centuries past is very late, not on time
 		switch {
 		case b.period > 0:
 			s.rearmPeriodicLocked(t, next)

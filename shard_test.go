@@ -694,26 +694,26 @@ func BenchmarkAdvance_Shards(b *testing.B) {
 	}
 }
 
-// TestCascade_BatchesLetTheLockGo: between two batches of a long cascade
-// or of sorting past deadlines, the shard's lock is free (the test hook
+// TestCascade_BatchesLetTheLockGo: between two batches of a long cascade,
+// the shard's lock is free (the test hook
 // runs there), and the work then carries on.
 func TestCascade_BatchesLetTheLockGo(t *testing.T) {
 	h, clk := newFake(t, WithShards(1), withBatch(4))
 	s := h.shards[0]
 	// The goroutine waiting for the lock gets it with the work half done:
-	// past deadlines being sorted, or the 30s slot being cascaded.
+	// the late list being walked, or the 30s slot being cascaded.
 	slot := int64(30_000)
 	stop := inWindows(t, s, func() bool {
 		l, ok := s.levels[1], s.now.Load() == slot
-		return s.sorting || ok && l.slots[l.slotOf(slot)].next != &l.slots[l.slotOf(slot)]
+		return s.walk != nil || ok && l.slots[l.slotOf(slot)].next != &l.slots[l.slotOf(slot)]
 	}, func() {})
 	fired := 0
 	for i := range 20 {
-		h.AfterFunc(-time.Duration(i+1)*time.Millisecond, func() { fired++ }) // past deadlines: sorted in batches
+		h.AfterFunc(-time.Duration(i+1)*time.Millisecond, func() { fired++ }) // past deadlines: on the late list
 		h.AfterFunc(30*time.Second+time.Duration(i)*time.Millisecond, func() { fired++ })
 	}
 	clk.Add(31 * time.Second)
-	assert.Equal(t, 40, advanceWithin(t, h, "batches of a sort and of a cascade"))
+	assert.Equal(t, 40, advanceWithin(t, h, "past deadlines and the batches of a cascade"))
 	assert.Equal(t, 40, fired)
 	assert.Positive(t, stop(), "the lock was let go with the work half done")
 	mustCheck(t, h)

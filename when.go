@@ -134,23 +134,35 @@ func (t *Timer) freezeLocked(h *Hierarchy, p int64) bool {
 }
 
 // refileLocked files t, taken off its list, again by its deadline, which a
-// later-move may have changed since it was filed: a cascade, a firing that
-// found it moved, what a panicking callback left to fire. s is t's shard,
-// locked.
-func (s *shard) refileLocked(t *Timer) {
+// later-move may have changed since it was filed: a cascade, or a firing
+// that found it moved. A deadline still due by tick c (a late timer of an
+// earlier Advance, see shard.requeueLocked) goes back on the firing list
+// instead, filed under its tick. s is t's shard, locked.
+func (s *shard) refileLocked(t *Timer, c int64) {
 	h := s.h
 	for {
 		p := t.when.Load()
 		w := t.deadlineLocked(h, p)
 		d := h.dueTick(w)
 		if d == t.filed { // its word stays as it is
-			s.fileLocked(t, d, false)
+			s.placeLocked(t, d, c)
 			return
 		}
 		if t.freezeLocked(h, p) {
-			s.fileLocked(t, d, false)
+			s.placeLocked(t, d, c)
 			t.publishLocked(h, w)
 			return
 		}
 	}
+}
+
+// placeLocked files t under tick d: on the firing list if d is due by
+// tick c, else as fileLocked does. s.mu must be held.
+func (s *shard) placeLocked(t *Timer, d, c int64) {
+	if d > c {
+		s.fileLocked(t, d, false)
+		return
+	}
+	t.setFiledLocked(d)
+	s.firing.pushBack(t)
 }

@@ -29,6 +29,10 @@ const stallRecords = 1 << 23
 //	            and fires every timer (a no-op callback): callbacks run
 //	            without the lock, so others get in between them
 //	op=next     h.Next() looks through the slot for the earliest deadline
+//	op=late     the timers are armed instead with deadlines already past
+//	            (the clock and the wheel at 32 s, each deadline within the
+//	            second at 30 s, in random order) and h.Advance() fires them
+//	            all (a no-op callback)
 //
 // Meanwhile another goroutine loops h.AfterFunc(time.Hour, f).Stop(),
 // timing each call. Per large call it measures
@@ -57,7 +61,7 @@ const stallRecords = 1 << 23
 // includes the time the other goroutine holds it.
 func BenchmarkStall(b *testing.B) {
 	starts, ends := make([]int64, stallRecords), make([]int64, stallRecords)
-	for _, op := range []string{"cascade", "advance", "next"} {
+	for _, op := range []string{"cascade", "advance", "next", "late"} {
 		for _, n := range []int{10_000, 100_000, million} {
 			b.Run("impl=wheel/op="+op+"/timers="+strconv.Itoa(n), func(b *testing.B) {
 				stall(b, op, n, false, starts, ends)
@@ -92,8 +96,16 @@ func stall(b *testing.B, op string, n int, control bool, starts, ends []int64) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		if op == "late" {
+			mock.Add(farMin + 2*time.Second)
+			h.Advance()
+		}
 		for _, off := range offsets {
-			h.AfterFunc(farMin+off, noop)
+			if op == "late" {
+				h.AtFunc(mock.Now().Add(-2*time.Second+off), noop)
+			} else {
+				h.AfterFunc(farMin+off, noop)
+			}
 		}
 		settle()
 
@@ -127,7 +139,7 @@ func stall(b *testing.B, op string, n int, control bool, starts, ends []int64) {
 			if ran, l := h.Advance(), h.Len(); ran != 0 || l != n+1 && l != n {
 				b.Fatalf("the cascade fired %d timers; %d armed, want %d", ran, l, n)
 			}
-		case "advance":
+		case "advance", "late":
 			if ran := h.Advance(); ran != n {
 				b.Fatalf("Advance ran %d callbacks, want %d", ran, n)
 			}

@@ -27,13 +27,6 @@ func (t *Timer) pushBack(x *Timer) {
 	t.prev = x
 }
 
-// insertBefore links x just before t.
-func (t *Timer) insertBefore(x *Timer) {
-	x.prev, x.next = t.prev, t
-	t.prev.next = x
-	t.prev = x
-}
-
 // unlink takes t off its list. If that left the list empty it returns the
 // list's sentinel, otherwise nil.
 func (t *Timer) unlink() *Timer {
