@@ -55,7 +55,6 @@ func (h *Hierarchy) advance() int {
 	for _, s := range h.shards {
 		s.lock()
 		s.advancing = true
-		s.current = nil // left by a callback that panicked
 		s.mu.Unlock()
 	}
 	defer h.endAdvance(target)
@@ -144,9 +143,8 @@ func (s *shard) advanceTo(c, clockNs int64, late bool) (int, bool) {
 	s.lock()
 	held := true
 	defer func() {
-		if !held { // a callback panicked: it is no longer current
+		if !held { // a callback panicked
 			s.lock()
-			s.current = nil
 			s.requeueLocked()
 		}
 		s.mu.Unlock()

@@ -17,8 +17,8 @@ func TestTimer_Is48Bytes(t *testing.T) {
 }
 
 // Timers of one period on one shard share one binding, made by the first;
-// a one-shot timer uses the shard's own; an executor timer flips between
-// the two bindings of its pair as its run is handed over and taken.
+// a one-shot timer uses the shard's own; an executor timer keeps one of its
+// own, marked pending while a run handed over has not started.
 func TestBinding_SharedPerPeriodAndShard(t *testing.T) {
 	h, mock := newFake(t, WithShards(1))
 	a := h.Every(time.Second, func() {})
@@ -34,15 +34,16 @@ func TestBinding_SharedPerPeriodAndShard(t *testing.T) {
 	var e Timer
 	e.InitOn(h, func(r func()) { run = r }, func() {})
 	e.ResetEvery(time.Second)
-	pair := e.b.Load()
-	require.True(t, pair.exec && !pair.pending && pair.period == int64(time.Second))
+	own := e.b.Load()
+	require.True(t, own.exec && !own.pending && own.period == int64(time.Second))
 	mock.Add(time.Second)
 	h.Advance()
 	require.NotNil(t, run)
-	assert.Same(t, pair.flip, e.b.Load(), "its run is pending")
-	assert.True(t, e.b.Load().pending)
+	assert.Same(t, own, e.b.Load(), "its own binding")
+	assert.True(t, own.pending, "its run is pending")
 	run()
-	assert.Same(t, pair, e.b.Load(), "the run was taken")
+	assert.Same(t, own, e.b.Load())
+	assert.False(t, own.pending, "the run was taken")
 	e.Stop()
 	a.Stop()
 	b.Stop()

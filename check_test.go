@@ -60,9 +60,6 @@ func (sh *shard) check() error {
 	sh.lock()
 	defer sh.mu.Unlock()
 	h := sh
-	if sh.current != nil {
-		return errors.New("current names a timer outside a callback")
-	}
 	if sh.walk != nil {
 		return errors.New("a walk of the late list outside an Advance")
 	}
@@ -82,7 +79,7 @@ func (sh *shard) check() error {
 			if x == nil || x.next == nil || x.next.prev != x {
 				return errors.New("broken links")
 			}
-			if x.home() != sh || x.f == nil {
+			if b := x.b.Load(); x.home() != sh || (x.f == nil) == (b.fire == nil) {
 				return errors.New("foreign node")
 			}
 			f := x.filed

@@ -25,8 +25,8 @@ package timingwheel
 // took it, and never before a firing; an executor that must tell the
 // firings apart (a run per loop, say) binds t to each with its own InitOn.
 //
-// InitOn allocates run, the function that hands it to exec and t's two
-// bindings (see binding.go) once; the arming, firing and stopping of t
+// InitOn allocates run, the function that hands it to exec and t's own
+// binding (see binding.go) once; the arming, firing and stopping of t
 // allocate nothing. A run handed over before t was bound again (by Init or
 // InitOn) does not call f, nor the f bound since. Like Init, InitOn must
 // not run concurrently with t's other methods, and panics if h, exec or f
@@ -44,19 +44,17 @@ func (t *Timer) InitOn(h *Hierarchy, exec func(run func()), f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: Timer.InitOn called with a nil func")
 	}
-	// t's own bindings, this InitOn's: a run handed over by an earlier
-	// binding of t finds them and does not take this one's firing.
-	pair := new([2]binding)
+	// t's own binding, this InitOn's: a run handed over by an earlier
+	// binding of t finds another and does not take this one's firing.
+	own := new(binding)
 	run := func() {
-		if t.runOn(pair) {
+		if t.runOn(own) {
 			f()
 		}
 	}
 	t.Init(h, func() { exec(run) })
-	s := t.b.Load().s
-	pair[0] = binding{s: s, exec: true, flip: &pair[1]}
-	pair[1] = binding{s: s, exec: true, pending: true, flip: &pair[0]}
-	t.b.Store(&pair[0])
+	*own = binding{s: t.b.Load().s, exec: true}
+	t.b.Store(own)
 	return t
 }
 
@@ -68,9 +66,7 @@ func (t *Timer) InitOn(h *Hierarchy, exec func(run func()), f func()) *Timer {
 // handOverLocked marks the run of t, which just fired and whose f is about
 // to hand the run to its executor, pending. s.mu must be held.
 func (s *shard) handOverLocked(t *Timer) {
-	if b := t.b.Load(); !b.pending {
-		t.b.Store(b.flip)
-	}
+	t.b.Load().pending = true
 	if unfiled(t.when.Load()) { // one-shot: its arming ends when the run starts
 		s.hops++
 	}
@@ -83,24 +79,23 @@ func (t *Timer) cancelRunLocked(s *shard) {
 	if !b.pending {
 		return
 	}
-	t.b.Store(b.flip)
+	b.pending = false
 	if unfiled(t.when.Load()) {
 		s.hops--
 	}
 }
 
-// runOn takes the run an executor timer bound to pair handed over,
+// runOn takes the run an executor timer bound to own handed over,
 // reporting whether its f is to be called: false if the timer was stopped
 // or re-armed since it fired, the run was taken already, or t was bound
 // again since (its pending run is another binding's).
-func (t *Timer) runOn(pair *[2]binding) bool {
+func (t *Timer) runOn(own *binding) bool {
 	s, _ := t.lockShard()
-	b := t.b.Load()
-	if b != &pair[1] {
+	if t.b.Load() != own || !own.pending {
 		s.mu.Unlock()
 		return false
 	}
-	t.b.Store(b.flip)
+	own.pending = false
 	emptied := false
 	if unfiled(t.when.Load()) { // a one-shot run: the arming ends here
 		s.hops--

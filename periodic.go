@@ -51,7 +51,7 @@ func (h *Hierarchy) Every(p time.Duration, f func()) *Timer {
 // period.
 func (t *Timer) ResetEvery(p time.Duration) bool {
 	t.shard("ResetEvery")
-	return t.resetTo(arming{v: int64(p), rel: true, period: period("ResetEvery", p), move: true})
+	return t.resetTo(arming{v: int64(p), rel: true, period: period("ResetEvery", p)})
 }
 
 // period returns p in ns, panicking for p <= 0.

@@ -112,6 +112,10 @@ type cmodel struct {
 	errList  []string
 	armings  atomic.Int64
 	runs     atomic.Int64
+	// entered counts the funcs the hierarchy called as timers fired: the
+	// model's callback of a timer not on the executor, exec for one that
+	// is. Each adds one once it has started (see runStarted).
+	entered  atomic.Int64
 	progress atomic.Int64 // the Advances done, for the watchdog
 }
 
@@ -151,10 +155,14 @@ func (ts *cmTimer) history() string { return strings.Join(ts.log, "\n") }
 
 func (x *cmodel) ns() int64 { return x.h.offset(x.clk.Now()) }
 
-// callback is f of timer ts bound as generation gen.
-func (x *cmodel) callback(ts *cmTimer, gen int, rnd *rand.Rand) {
+// callback is f of timer ts bound as generation gen; byFiring says the
+// hierarchy calls it as the timer fires (not a run on the executor).
+func (x *cmodel) callback(ts *cmTimer, gen int, rnd *rand.Rand, byFiring bool) {
 	ts.inF.Store(1)
 	defer ts.inF.Store(0)
+	if byFiring {
+		x.entered.Add(1) // after inF: see runStarted
+	}
 	// T is the tick of the Advance that fired this run, or a later one.
 	var T int64
 	if ts.exec {
@@ -272,18 +280,20 @@ func (x *cmodel) runStarted(ts *cmTimer) bool {
 				return ts.inF.Load() == 1
 			}
 		} else {
-			s, _ := ts.tm.lockShard()
-			firing := s.current == &ts.tm
-			s.mu.Unlock()
-			if !firing {
-				return false
+			// Every firing the hierarchy has claimed so far counts once in
+			// Stats' lateness, which reads every shard at one instant, none
+			// between a claim and the release of its lock; from there each
+			// claimed firing's func starts without waiting for anything.
+			// Once entered has caught up, a run of ts claimed before the op
+			// that called this has set inF.
+			var claimed uint64
+			for _, n := range x.h.Stats().Lateness {
+				claimed += n
 			}
-			switch ts.inF.Load() {
-			case 1:
-				return true
-			case 2:
-				return false
+			for uint64(x.entered.Load()) < claimed {
+				runtime.Gosched()
 			}
+			return ts.inF.Load() == 1
 		}
 		runtime.Gosched()
 	}
@@ -354,12 +364,13 @@ func (x *cmodel) op(ts *cmTimer, rnd *rand.Rand, k int, self bool) {
 func (x *cmodel) bind(ts *cmTimer, seed uint64) {
 	gen := ts.gen
 	rnd := rand.New(rand.NewPCG(seed, uint64(ts.id)))
-	f := func() { x.callback(ts, gen, rnd) }
 	if !ts.exec {
-		ts.tm.Init(x.h, f)
+		ts.tm.Init(x.h, func() { x.callback(ts, gen, rnd, true) })
 		return
 	}
+	f := func() { x.callback(ts, gen, rnd, false) }
 	ts.tm.InitOn(x.h, func(run func()) {
+		x.entered.Add(1)
 		// exec is called by the Advance that fired the timer.
 		if !x.inAdv.Load() {
 			x.errorf("timer %d: exec called outside an Advance", ts.id)

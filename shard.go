@@ -47,7 +47,6 @@ type shard struct {
 	lateMin int64  // a lower bound of the ticks filed on late
 	walk    *Timer // the next late timer collectLateLocked looks at; nil outside it
 	firing  Timer  // timers collected by Advance and not yet run
-	current *Timer // the timer whose callback runs, for Timeouts, and nil between callbacks; written by the advancing goroutine
 
 	stats shardStats
 
@@ -395,14 +394,16 @@ func (s *shard) fireLocked(c, clockNs int64, held *bool) (ran int) {
 		if b.exec {
 			s.handOverLocked(t)
 		}
-		f := t.f
-		s.current = t
+		f, fire := t.f, b.fire
 		*held = false
 		s.mu.Unlock()
 		ran++
-		f()
+		if fire != nil {
+			fire(t)
+		} else {
+			f()
+		}
 		s.lock()
 		*held = true
-		s.current = nil // keep no reference to the timer, nor to what f refers to
 	}
 }

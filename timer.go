@@ -89,15 +89,15 @@ func (t *Timer) Init(h *Hierarchy, f func()) *Timer {
 			panic("timingwheel: Timer.Init called on an armed Timer")
 		}
 	}
-	t.bindTo(h.pickShard(), f)
+	t.bindTo(&h.pickShard().oneShot, f)
 	return t
 }
 
-// bindTo binds t, unarmed or not yet seen by other goroutines, to shard s
-// as a one-shot timer with callback f, never armed.
-func (t *Timer) bindTo(s *shard, f func()) {
-	h := s.h
-	t.b.Store(&s.oneShot)
+// bindTo binds t, unarmed or not yet seen by other goroutines, to b with
+// callback f (nil if b has a fire func), never armed.
+func (t *Timer) bindTo(b *binding, f func()) {
+	h := b.s.h
+	t.b.Store(b)
 	t.f = f
 	t.when.Store(h.nextGen(t.when.Load()) | unfiledBit)
 	atomic.StoreInt64(&t.filed, neverArmed)
@@ -204,7 +204,7 @@ func (t *Timer) armedLocked() bool {
 // a later clock reading. Reset never allocates.
 func (t *Timer) Reset(d time.Duration) bool {
 	t.bound("Reset")
-	return t.rearm(arming{v: int64(d), rel: true, move: true})
+	return t.rearm(arming{v: int64(d), rel: true})
 }
 
 // ResetAt is like [Timer.Reset] with an absolute deadline; a deadline in the
@@ -215,7 +215,7 @@ func (t *Timer) Reset(d time.Duration) bool {
 // one-shot timer later takes no lock, as for Reset.
 func (t *Timer) ResetAt(deadline time.Time) bool {
 	b := t.bound("ResetAt")
-	return t.rearm(arming{v: b.s.h.offset(deadline), move: true})
+	return t.rearm(arming{v: b.s.h.offset(deadline)})
 }
 
 // rearm re-arms t as a says (see resetTo). If t is filed in a wheel slot,
@@ -289,10 +289,6 @@ type arming struct {
 	v      int64 // the deadline in ns since the origin, or, if rel, the duration from now
 	rel    bool
 	period int64 // for a periodic timer; 0: one-shot
-	// move lets an unarmed timer move to the current processor's shard
-	// when its own shard's lock was contended (see resetTo). Timeouts
-	// does not move its timers: their callbacks are bound to a shard.
-	move bool
 }
 
 // deadline returns the deadline a arms for, reading h's clock if it is
@@ -311,8 +307,8 @@ func (a arming) deadline(h *Hierarchy) int64 {
 // a later-move came between, so that concurrent re-arms of one timer take
 // effect in one order and their clock readings follow that order.
 //
-// If t is unarmed, a.move is set and t's shard's lock was contended, it
-// arms t in the current processor's shard if that shard's lock is free: a
+// If t is unarmed, its binding is not fixed (an executor's or a Timeouts':
+// see binding.fixed) and t's shard's lock was contended, it arms t in the current processor's shard if that shard's lock is free: a
 // timer initialized on one goroutine (an accept loop) and then re-armed
 // from others (each connection's) follows the goroutines that use it once
 // they meet on its lock, instead of making them share one shard. An
@@ -322,7 +318,7 @@ func (t *Timer) resetTo(a arming) bool {
 	s, contended := t.lockShard()
 	armed := t.armedLocked()
 	if !armed {
-		if a.move && !t.b.Load().exec && contended {
+		if contended && !t.b.Load().fixed() {
 			if n := s.h.pickShard(); n != s && n.mu.TryLock() {
 				t.b.Store(n.bindingLocked(a.period))
 				s.mu.Unlock()
@@ -374,17 +370,16 @@ func (t *Timer) resetTo(a arming) bool {
 	}
 }
 
-// The layers above the core (request deadlines, Timeouts) use
-// these, not the Timer's fields.
-
 // rebindLocked binds t to shard s (locked) with period per (0: one-shot).
-// An executor timer stays one, on its shard; its run must not be pending
-// (see cancelRunLocked).
+// A timer with a fixed binding keeps it: an executor timer stays one, on
+// its shard (its run must not be pending: see cancelRunLocked), and a
+// Timeouts' timer is only ever one-shot, on its shard.
 func (t *Timer) rebindLocked(s *shard, per int64) {
 	b := t.b.Load()
 	switch {
-	case b.exec: // its own pair, on its own shard: the period changes in place
-		b.period, b.flip.period = per, per
+	case b.exec: // its own, on its own shard: the period changes in place
+		b.period = per
+	case b.fire != nil: // a Timeouts' timer: one-shot, on its shard
 	case b.s != s || b.period != per:
 		t.b.Store(s.bindingLocked(per))
 	}
