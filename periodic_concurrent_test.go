@@ -107,11 +107,11 @@ type cmodel struct {
 	execCh  chan cmRun
 	drainCh chan chan struct{}
 
-	errs     atomic.Int64
-	errMu    sync.Mutex
-	errList  []string
-	armings  atomic.Int64
-	runs     atomic.Int64
+	errs    atomic.Int64
+	errMu   sync.Mutex
+	errList []string
+	armings atomic.Int64
+	runs    atomic.Int64
 	// entered counts the funcs the hierarchy called as timers fired: the
 	// model's callback of a timer not on the executor, exec for one that
 	// is. Each adds one once it has started (see runStarted).
