@@ -65,3 +65,10 @@ func TestBinding_TableBounded(t *testing.T) {
 	assert.Equal(t, 1, h.Advance())
 	assert.Equal(t, 1, h.Len(), "still periodic")
 }
+
+// A binding is 32 bytes, the 32-byte size class: what a period costs a
+// shard the first time it sees it (guarantee of ResetEvery's godoc and the
+// design's §2). One more word would cost 48.
+func TestBinding_Is32Bytes(t *testing.T) {
+	assert.Equal(t, uintptr(32), unsafe.Sizeof(binding{}))
+}
