@@ -373,13 +373,13 @@ func (t *Timer) resetTo(a arming) bool {
 // rebindLocked binds t to shard s (locked) with period per (0: one-shot).
 // A timer with a fixed binding keeps it: an executor timer stays one, on
 // its shard (its run must not be pending: see cancelRunLocked), and a
-// Timeouts' timer is only ever one-shot, on its shard.
+// Timeouts' timer is only ever re-armed one-shot, on its own shard (s is
+// b.s: see resetTo), so it matches no case.
 func (t *Timer) rebindLocked(s *shard, per int64) {
 	b := t.b.Load()
 	switch {
 	case b.exec: // its own, on its own shard: the period changes in place
 		b.period = per
-	case b.fire != nil: // a Timeouts' timer: one-shot, on its shard
 	case b.s != s || b.period != per:
 		t.b.Store(s.bindingLocked(per))
 	}
