@@ -499,3 +499,56 @@ func heapAlloc() uint64 {
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
 }
+
+// TestTimeouts_ParallelCallbacksAndContendedAdds: keys added, re-armed and
+// removed from several goroutines while callbacks of four shards run at
+// once (WithParallelCallbacks). Each key's life in the set ends exactly
+// once, by its expiry or by a Remove that returned true: the binding's
+// fire is told which timer fired, so a callback never takes another
+// key's entry, and an entry's timer stays on its hierarchy shard however
+// contended that shard's lock is (a timer that moved would lose its
+// binding).
+func TestTimeouts_ParallelCallbacksAndContendedAdds(t *testing.T) {
+	h, clk := newFake(t, WithShards(4), WithParallelCallbacks())
+	const keys, adders, steps = 256, 4, 2000
+	var added, ended [keys]atomic.Int64
+	// An expiry ends the life the key had, even if an Add racing it has
+	// begun another since.
+	set := NewTimeouts(h, func(k int) { ended[k].Add(1) })
+	mustReturn(t, 60*time.Second, "adders and the advancing loop", func() {
+		var wg sync.WaitGroup
+		var stop atomic.Bool
+		for g := range adders {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(g), 45))
+				for !stop.Load() {
+					k := r.IntN(keys)
+					if r.IntN(8) == 0 {
+						if set.Remove(k) {
+							ended[k].Add(1)
+						}
+						continue
+					}
+					if set.add(k, time.Duration(1+r.IntN(20))*time.Millisecond) {
+						added[k].Add(1)
+					}
+				}
+			})
+		}
+		for range steps {
+			clk.Add(time.Millisecond)
+			h.Advance()
+		}
+		stop.Store(true)
+		wg.Wait()
+	})
+	clk.Add(time.Second)
+	advanceWithin(t, h, "expiring the keys left")
+	assert.Equal(t, 0, set.Len())
+	assert.Equal(t, 0, h.Len())
+	for k := range keys {
+		assert.Equal(t, added[k].Load(), ended[k].Load(), "key %d: lives begun and ended", k)
+	}
+	require.NoError(t, set.check())
+	mustCheck(t, h)
+}
