@@ -1,6 +1,7 @@
 package timingwheel
 
 import (
+	"runtime"
 	"testing"
 	"time"
 	"unsafe"
@@ -71,4 +72,59 @@ func TestBinding_TableBounded(t *testing.T) {
 // design's §2). One more word would cost 48.
 func TestBinding_Is32Bytes(t *testing.T) {
 	assert.Equal(t, uintptr(32), unsafe.Sizeof(binding{}))
+}
+
+// A timer with a fixed binding (an executor timer's own, a Timeouts' set's)
+// keeps it when it is re-armed unarmed while its shard's lock is held by
+// another goroutine: a plain timer moves to another shard there, and
+// these would lose what they are bound to (an executor timer its pending
+// run's binding, a Timeouts' timer the func told which timer fired).
+func TestBinding_FixedBindingsStayWhenContended(t *testing.T) {
+	h, clk := newFake(t, WithShards(4))
+	// contended runs do, which re-arms a timer of shard s, while this
+	// goroutine holds s's lock, until do waits for it.
+	contended := func(what string, s *shard, do func()) {
+		s.mu.Lock()
+		done := make(chan struct{})
+		go func() { defer close(done); do() }()
+		mustReturn(t, 5*time.Second, what+" waiting for the held lock", func() {
+			for s.waiting.Load() == 0 {
+				runtime.Gosched()
+			}
+		})
+		s.mu.Unlock()
+		recvWithin(t, 5*time.Second, done, what)
+	}
+
+	var plain Timer
+	plain.Init(h, func() {})
+	from := plain.b.Load().s
+	contended("a plain timer's Reset", from, func() { plain.Reset(time.Second) })
+	require.NotSame(t, from, plain.b.Load().s, "the premise: a plain timer moves")
+	plain.Stop()
+
+	var runs []func()
+	fired := 0
+	var e Timer
+	e.InitOn(h, func(r func()) { runs = append(runs, r) }, func() { fired++ })
+	own := e.b.Load()
+	contended("an executor timer's Reset", own.s, func() { e.Reset(time.Millisecond) })
+	assert.Same(t, own, e.b.Load(), "the executor timer kept its binding")
+
+	var expired []int
+	set := NewTimeouts(h, func(k int) { expired = append(expired, k) })
+	dealNext(h, 2) // the key's timer goes to shard 2
+	contended("a new Timeouts key's Add", h.shards[2], func() { set.Add(7, time.Millisecond) })
+	hash, sh, _ := set.locate(7)
+	i, ok := sh.find(7, hash)
+	require.True(t, ok)
+	assert.Same(t, sh.bind[2], sh.entry(i).t.b.Load(), "the key's timer kept its set's binding")
+
+	clk.Add(time.Millisecond)
+	advanceWithin(t, h, "the executor timer's and the key's firings")
+	require.Len(t, runs, 1)
+	runs[0]()
+	assert.Equal(t, 1, fired, "the executor timer's run called f")
+	assert.Equal(t, []int{7}, expired, "the key expired")
+	mustCheck(t, h)
 }

@@ -552,3 +552,41 @@ func TestTimeouts_ParallelCallbacksAndContendedAdds(t *testing.T) {
 	require.NoError(t, set.check())
 	mustCheck(t, h)
 }
+
+// TestTimeouts_AddBetweenFiringAndExpiryWins: a key re-armed after its
+// timer fired but before the expiry took the set's lock is live again and
+// not reported; it expires at its new deadline. The re-arm is what Add
+// does with the lock held, done while the firing waits for that lock.
+func TestTimeouts_AddBetweenFiringAndExpiryWins(t *testing.T) {
+	h, clk := newFake(t)
+	var expired []int
+	set := NewTimeouts(h, func(k int) { expired = append(expired, k) })
+	set.Add(1, time.Millisecond)
+	hash, sh, _ := set.locate(1)
+	i, ok := sh.find(1, hash)
+	require.True(t, ok)
+	tm := &sh.entry(i).t
+
+	sh.mu.Lock()
+	clk.Add(time.Millisecond)
+	done := make(chan struct{})
+	go func() { defer close(done); h.Advance() }()
+	mustReturn(t, 5*time.Second, "the key's timer firing", func() {
+		for tm.isFiled() {
+			runtime.Gosched()
+		}
+	})
+	tm.rearm(arming{v: int64(10 * time.Millisecond), rel: true}) // Add's re-arm of a key it finds
+	sh.mu.Unlock()
+	recvWithin(t, 5*time.Second, done, "the Advance whose expiry waited for the set's lock")
+	assert.Empty(t, expired, "the re-armed key was reported")
+	d, ok := set.Deadline(1)
+	require.True(t, ok, "the re-armed key left the set")
+	assert.Equal(t, 11*time.Millisecond, d.Sub(h.origin))
+
+	clk.Add(10 * time.Millisecond)
+	advanceWithin(t, h, "the key's new deadline")
+	assert.Equal(t, []int{1}, expired)
+	assert.Zero(t, set.Len())
+	mustCheck(t, h)
+}
