@@ -414,6 +414,30 @@ func TestNext_CascadeOfAFullSlot(t *testing.T) {
 	assert.Equal(t, h.origin.Add(30500*time.Millisecond), next, "the earliest deadline after the cascade")
 }
 
+// TestNext_FromACallbackSeesTheTimersCollected: from a callback, the other
+// timers due at the tick being fired, collected and not yet run, are armed:
+// Next reports that tick, not false when they are all there is, nor a
+// later timer's.
+func TestNext_FromACallbackSeesTheTimersCollected(t *testing.T) {
+	for _, later := range []bool{false, true} {
+		h, clk := newFake(t, WithShards(1))
+		at := h.origin.Add(90 * time.Second)
+		var next time.Time
+		var ok, ran bool
+		h.AtFunc(at, func() { next, ok = h.Next() })
+		h.AtFunc(at, func() { ran = true })
+		if later {
+			h.AtFunc(at.Add(time.Millisecond), func() {})
+		}
+		assert.Equal(t, 2, advanceTo(t, h, clk, at, "the tick of both"))
+		require.True(t, ran)
+		assert.True(t, ok, "Next from the first callback, the second collected (a later timer: %v)", later)
+		assert.Equal(t, at, next, "the tick being fired (a later timer: %v)", later)
+		_, ok = h.Next()
+		assert.Equal(t, later, ok, "armed after: the later timer only")
+	}
+}
+
 func TestDeterministic_WithMock(t *testing.T) {
 	h, mock := newMock(t)
 	var r recorder
@@ -935,6 +959,32 @@ func TestPrecision_DeadlinePastEndOfTimeNeverFires(t *testing.T) {
 			stopWithin(t, h2, "with the clock past the end of time")
 			assert.Less(t, clk.reads.Load(), int64(1000), "the driver spins")
 			assert.True(t, tm.Stop())
+		})
+	}
+}
+
+// TestPrecision_LastTickFires: a deadline due at the last tick the clock
+// can reach is in a wheel, not with those that never fire: Next offers it,
+// and it fires once the clock saturates, beside one past the end of time
+// that does not.
+func TestPrecision_LastTickFires(t *testing.T) {
+	for _, tick := range []time.Duration{time.Nanosecond, time.Millisecond, 7 * time.Millisecond} {
+		t.Run(tick.String(), func(t *testing.T) {
+			h, clk := newFake(t, WithTick(tick))
+			last := h.origin.Add(time.Duration(h.lastTick * int64(tick)))
+			fired := 0
+			h.AtFunc(last, func() { fired++ })
+			h.AfterFunc(math.MaxInt64, func() { t.Error("a deadline past the end of time fired") })
+			next, ok := h.Next()
+			require.True(t, ok, "Next offers the last tick")
+			assert.False(t, next.After(last), "Next = %v, after the last tick %v", next, last)
+			mustCheck(t, h)
+			assert.Equal(t, 1, advanceTo(t, h, clk, h.origin.Add(math.MaxInt64), "the clock saturated"))
+			assert.Equal(t, 1, fired)
+			_, ok = h.Next()
+			assert.False(t, ok, "Next offers the deadline that never comes")
+			assert.Equal(t, 1, h.Len())
+			mustCheck(t, h)
 		})
 	}
 }
