@@ -471,20 +471,23 @@ func rvCallbackModelRun(t *testing.T, cfg rvCfg, seed int64, steps int) {
 			fail("%s: Len = %d, model %d", where, l, armed)
 		}
 		nt, ok := h.Next()
-		// As in rvModelRun; but from a callback, the timers collected for
-		// the tick being fired count as due at it: for a timer due by the
-		// wheels' tick, Next is no later than that.
-		latest := minDue
+		// As in rvModelRun; but from a callback the ticks of the running
+		// Advance count as come: the timers collected for the tick being
+		// fired count as due at it (for a timer due by then, Next is no
+		// later than that), and a timer a callback armed for one of them
+		// is due by it (Next may then be a late list's bound, long past).
+		wheels, latest := wheelNow, minDue
 		if inAdvance {
-			latest = max(minDue, wheelNow, T)
+			wheels = max(wheelNow, T)
+			latest = max(minDue, wheels)
 		}
 		switch {
 		case ok != has:
 			fail("%s: Next ok = %v, model %v", where, ok, has)
 		case ok && nt.After(origin.Add(time.Duration(latest*tick))):
-			fail("%s: Next = tick %v, after tick %d (the earliest due tick %d)", where, nt.Sub(origin)/time.Duration(tick), latest, minDue)
-		case ok && nt.Before(origin.Add(time.Duration(wheelNow*tick))) && minDue > wheelNow:
-			fail("%s: Next = tick %v, before the wheels' tick %d with nothing due by it (earliest due tick %d)", where, nt.Sub(origin)/time.Duration(tick), wheelNow, minDue)
+			fail("%s: Next = tick %d, after tick %d (the earliest due tick %d)", where, int64(nt.Sub(origin))/tick, latest, minDue)
+		case ok && nt.Before(origin.Add(time.Duration(wheelNow*tick))) && minDue > wheels:
+			fail("%s: Next = tick %d, before the wheels' tick %d with nothing due by tick %d (earliest due tick %d)", where, int64(nt.Sub(origin))/tick, wheelNow, wheels, minDue)
 		}
 		st := h.Stats()
 		if st.Armed != armed || st.Started != started || st.Stopped != stopped || st.Fired != firedN {
