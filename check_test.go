@@ -40,6 +40,8 @@ func setBits(words []uint64) iter.Seq[int] {
 //   - a slot's occupancy bit is set exactly when the slot is non-empty
 //     (set bits are checked directly; a timer under a clear bit would be
 //     missed by the walk and caught by the count);
+//   - no slot holds a timer filed after the last tick, and the never list
+//     only such timers;
 //   - the late list is filed at or before now and lateMin bounds it; the
 //     firing list is empty between Advances;
 //   - Len equals the number of timers in all lists.
@@ -135,6 +137,8 @@ func (sh *shard) check() error {
 				switch {
 				case f < now:
 					return fmt.Errorf("filed at tick %d, before now %d", f, now)
+				case f > sh.h.lastTick:
+					return fmt.Errorf("filed at tick %d, after the last tick %d", f, sh.h.lastTick)
 				case f > l.last:
 					return fmt.Errorf("filed at tick %d, beyond the level's revolution (last %d)", f, l.last)
 				case i > 0 && f <= h.levels[i-1].last:
@@ -148,6 +152,14 @@ func (sh *shard) check() error {
 				return err
 			}
 		}
+	}
+	if err := walk(func() string { return "never" }, &h.never, func(t *Timer) error {
+		if f := t.filed; f <= sh.h.lastTick {
+			return fmt.Errorf("filed at tick %d, not after the last tick %d", f, sh.h.lastTick)
+		}
+		return nil
+	}); err != nil {
+		return err
 	}
 	minLate := int64(math.MaxInt64)
 	if err := walk(func() string { return "late" }, &h.late, func(t *Timer) error {

@@ -237,7 +237,7 @@ func (h *Hierarchy) drive(stop <-chan struct{}, wake <-chan struct{}, done chan<
 		}
 		dr.sleepUntil.Store(awake)
 		h.Advance()
-		e, ok := h.nextWake()
+		e, ok := h.nextWork(false)
 		for {
 			v := int64(idleSleep)
 			if ok {
@@ -246,7 +246,7 @@ func (h *Hierarchy) drive(stop <-chan struct{}, wake <-chan struct{}, done chan<
 			dr.sleepUntil.Store(v)
 			// Look again: a timer armed before the store saw "awake" and
 			// did not signal.
-			e2, ok2 := h.nextWake()
+			e2, ok2 := h.nextWork(false)
 			if !ok2 || (ok && e2 >= e) {
 				break
 			}

@@ -130,7 +130,7 @@ func ExampleTimer_Reset() {
 	p.rto.Reset(p.timeout) // the packet is sent: arm its timer
 
 	for fired := 0; fired < 3; {
-		next, _ := h.Next() // the next deadline
+		next, _ := h.Next() // the next work: a deadline, or a cascade before it
 		mock.Set(next)
 		fired += h.Advance()
 	}
@@ -257,9 +257,26 @@ func ExampleHierarchy_Next() {
 	h.AfterFunc(250*time.Millisecond, func() {})
 	next, ok := h.Next()
 	fmt.Println("work pending:", ok, "at", next.Sub(start))
+
+	// Next may be early, never late: for a timer further out, it is when
+	// the coarse slot that holds the timer cascades. Advancing there and
+	// asking again gets to the deadline.
+	h2, _ := timingwheel.New(timingwheel.WithClock(mock))
+	deadline := start.Add(90 * time.Second)
+	h2.AtFunc(deadline, func() {})
+	next, _ = h2.Next()
+	for next.Before(deadline) {
+		fmt.Println("a cascade at", next.Sub(start))
+		mock.Set(next)
+		h2.Advance()
+		next, _ = h2.Next()
+	}
+	fmt.Println("the deadline at", next.Sub(start))
 	// Output:
 	// work pending: false
 	// work pending: true at 250ms
+	// a cascade at 1m0s
+	// the deadline at 1m30s
 }
 
 func ExampleTimer_Stop() {

@@ -83,6 +83,39 @@ func advanceTo(t *testing.T, h *Hierarchy, clk interface{ Set(time.Time) }, at t
 	return advanceWithin(t, h, what)
 }
 
+// nextReaches walks h by Next, as an Advance loop of the caller's own does,
+// towards want, the tick of the earliest deadline armed: each answer is no
+// later than want; the clock goes to an answer before want (never back)
+// and an Advance there fires nothing; and Next reaches want in at most
+// levels+1 answers (a cascade per level above 0, a late list's bound,
+// want), plus moved, the timers moved later in place, whose old slot is an
+// event too. It leaves the clock before want or at the last answer.
+func nextReaches(t *testing.T, h *Hierarchy, clk interface {
+	Now() time.Time
+	Set(time.Time)
+}, want time.Time, moved int, what string) {
+	t.Helper()
+	levels := 0
+	for _, s := range h.shards {
+		s.lock()
+		levels = max(levels, len(s.levels))
+		s.mu.Unlock()
+	}
+	for answers := 1; ; answers++ {
+		next, ok := h.Next()
+		require.True(t, ok, "%s: Next has nothing", what)
+		require.False(t, next.After(want), "%s: Next = %v, after the earliest deadline's tick %v", what, next, want)
+		if next.Equal(want) {
+			return
+		}
+		require.Less(t, answers, levels+1+moved, "%s: Next = %v after %d answers, not yet %v", what, next, answers, want)
+		if next.After(clk.Now()) {
+			clk.Set(next)
+		}
+		require.Zero(t, advanceWithin(t, h, what), "%s: an Advance at an early Next (%v) fired", what, next)
+	}
+}
+
 // fakeClock is a manual clock safe for concurrent use (internal/fakeclock,
 // shared with netidle's tests and the demos'): unlike clock.Mock, moving it
 // does not sleep, so tests can take millions of steps.

@@ -231,95 +231,66 @@ func (h *Hierarchy) unlockAll() {
 	}
 }
 
-// Next returns the time at which [Hierarchy.Advance] next has work: the
-// earliest deadline of the armed timers, rounded up to its tick, which may
-// have passed already (a timer due but not yet advanced over). Next reports
-// false when no timer is armed, when the armed timers can never fire
-// (their deadlines are held at the end of time; see Horizon in the package
-// doc), and when the only timers counted as armed are executor timers whose
-// runs were handed over and have not started (no Advance has work for
-// them: see [Timer.InitOn]).
+// Next returns the time at which [Hierarchy.Advance] next has work: a
+// timer due, or a coarse slot to cascade. It may be early, never late: it
+// is no later than the earliest deadline of the armed timers, rounded up
+// to its tick, and may be before it, at the first tick of a coarse slot
+// that must cascade before the timers in it fire, or at the tick a timer
+// was filed at before a Reset moved it later. Calling Advance at that time
+// and asking again gives a closer answer: at most one answer per level of
+// the wheels, and one per timer moved later, comes before the deadline's
+// own. Next may have passed already: a timer due and not yet advanced over
+// (what a callback that panicked left reads as long past). From a
+// callback, the timers collected for the tick being fired count as due at
+// that tick.
 //
-// To keep its cost bounded, Next looks at no more than nextBudget (256)
-// timers in each shard. When the earliest coarse slot holds more, Next returns
-// the time that slot cascades: earlier than the
-// deadlines in it, and never later than the earliest deadline. Advancing
-// to that time then moves those timers to finer levels, so that asking
-// again gives a closer answer.
+// So an Advance loop of the caller's own that sleeps until Next and then
+// calls Advance wakes, beyond the ticks its timers are due at, at most once
+// for each occupied coarse slot (at its cascade) and for each timer moved
+// later: as the driver does (see [Hierarchy.Start]), which asks the same.
+// Next costs O(levels) per shard, whatever the number of timers, and reads
+// every shard at one instant.
+//
+// Next reports false when no timer is armed, when the armed timers can
+// never fire (their deadlines are held at the end of time; see Horizon in
+// the package doc), and when the only timers counted as armed are executor
+// timers whose runs were handed over and have not started (no Advance has
+// work for them: see [Timer.InitOn]).
 func (h *Hierarchy) Next() (time.Time, bool) {
 	h.mustBeMade("Next")
-	var best int64
-	found := false
 	h.lockAll() // one instant: a timer handed from one shard to another is seen once, not never
-	for _, s := range h.shards {
-		e, ok := s.earliestDueLocked()
-		if ok && (!found || e < best) {
-			best, found = e, true
-		}
-	}
+	e, ok := h.nextWork(true)
 	h.unlockAll()
-	if !found || best > h.lastTick {
+	if !ok {
 		return time.Time{}, false
 	}
-	return h.tickTime(best), true
+	return h.tickTime(e), true
 }
 
-// nextBudget is how many timers Next looks at per shard: a bound on how
-// long Next holds every shard's lock (see BenchmarkStall, op=next).
-const nextBudget = 256
-
-// earliestDueLocked returns the earliest due tick of the armed timers, looking
-// at no more than nextBudget timers: the level-0 lists are in tick order, so
-// their heads tell; the firing and late lists and coarse slots are
-// scanned, coarse slots in order while they start before the best found.
-// When the budget runs out, it returns a lower bound instead: lateMin for
-// the late list, a cascade's tick for a slot (no deadline in it is earlier),
-// and for the firing list, which holds timers due by the running Advance's
-// tick, the earliest tick there is. s.mu must be held.
-func (s *shard) earliestDueLocked() (best int64, ok bool) {
-	consider := func(d int64) {
-		if !ok || d < best {
-			best, ok = d, true
-		}
-	}
-	budget := nextBudget
-	// A timer's deadline tells its due tick: one collected for firing, or
-	// in a slot, may have been moved later since it was filed (see
-	// Timer.rearm).
-	scan := func(l *Timer, bound int64) {
-		for t := l.next; t != l; t = t.next {
-			if budget--; budget < 0 {
-				consider(bound)
-				return
-			}
-			consider(s.h.dueTick(t.deadlineLocked(s.h, t.when.Load())))
-		}
-	}
-	scan(&s.firing, math.MinInt64)
-	scan(&s.late, s.lateMin)
-	now := s.now.Load()
-	for _, l := range s.levels {
-		// A slot holds timers due at its tick or, moved later since they
-		// were filed, after it (coarse slots: within it).
-		for e, sl, found := l.next(l.slotOf(now)); found && (!ok || e < best); e, sl, found = l.next(sl + 1) {
-			scan(&l.slots[sl], e)
-		}
-	}
-	return best, ok
-}
-
-// nextWake returns the tick of the earliest work of any shard, which may be
-// a cascade: when the driver must next call Advance.
-func (h *Hierarchy) nextWake() (int64, bool) {
+// nextWork returns the tick at which Advance next has work, the earliest
+// of the shards' (see shard.nextLocked), and false if nothing armed can
+// fire: what Next reports and when the driver wakes. A shard's firing list
+// (non-empty only while an Advance fires it) counts at the shard's now,
+// the tick its timers are due by. held tells that every shard's lock is
+// held (Next's one instant); otherwise each is taken in turn, which the
+// driver can afford: a timer armed meanwhile wakes it (see wakeFor).
+func (h *Hierarchy) nextWork(held bool) (int64, bool) {
 	var best int64
 	found := false
 	for _, s := range h.shards {
-		s.lock()
+		if !held {
+			s.lock()
+		}
 		e, ok := s.nextLocked(true)
-		s.mu.Unlock()
+		if now := s.now.Load(); !s.firing.empty() && (!ok || now < e) {
+			e, ok = now, true
+		}
+		if !held {
+			s.mu.Unlock()
+		}
 		if ok && (!found || e < best) {
 			best, found = e, true
 		}
 	}
-	return best, found && best <= h.lastTick // timers beyond the last tick never fire
+	return best, found // a timer beyond the last tick is in no wheel (see fileLocked)
 }

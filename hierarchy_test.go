@@ -354,41 +354,88 @@ func TestConstantCost_NoAllocationToRearmAndOneToArm(t *testing.T) {
 	assert.True(t, l0.slots[s].empty(), "no tombstone left in the slot")
 }
 
-func TestNext_IsTheEarliestDeadline(t *testing.T) {
-	h, clk := newFake(t)
-	origin := clk.Now()
-	_, ok := h.Next()
-	assert.False(t, ok, "nothing armed")
-	steps := []struct {
-		arm  time.Duration
-		want time.Duration // Next, from the origin
-	}{
-		{90 * time.Second, 90 * time.Second}, // minutes level, mid-slot
-		{time.Hour + 1500*time.Millisecond, 90 * time.Second},
-		{1500 * time.Millisecond, 1500 * time.Millisecond}, // seconds level, mid-slot
-		{1234567 * time.Nanosecond, 2 * time.Millisecond},  // rounded up to the tick
+// TestNext_NeverLaterThanTheEarliestDeadline: Next may be early — at the
+// cascade of a coarse slot holding the earliest timer, or at the tick a
+// timer moved later was filed at — but never later than the earliest
+// deadline's tick, and walking by it reaches that tick (see nextReaches).
+// Each case replays the steps up to it on a fresh hierarchy, then walks.
+func TestNext_NeverLaterThanTheEarliestDeadline(t *testing.T) {
+	type step struct {
+		name  string
+		do    func(h *Hierarchy, timers *[]*Timer)
+		want  time.Duration // the earliest deadline's tick, from the origin
+		moved int           // timers moved later in place
 	}
-	var timers []*Timer
-	for _, st := range steps {
-		timers = append(timers, h.AfterFunc(st.arm, func() {}))
-		next, ok := h.Next()
-		require.True(t, ok)
-		assert.Equal(t, st.want, next.Sub(origin), "after arming %v", st.arm)
+	arm := func(d time.Duration) func(*Hierarchy, *[]*Timer) {
+		return func(h *Hierarchy, timers *[]*Timer) { *timers = append(*timers, h.AfterFunc(d, func() {})) }
 	}
-	// Stop the earliest: Next moves to the next one. Move a coarse timer
-	// later (the lazy path) and earlier: Next follows.
-	timers[3].Stop()
-	next, _ := h.Next()
-	assert.Equal(t, 1500*time.Millisecond, next.Sub(origin))
-	timers[2].Stop()
-	next, _ = h.Next()
-	assert.Equal(t, 90*time.Second, next.Sub(origin))
-	timers[0].Reset(100 * time.Second)
-	next, _ = h.Next()
-	assert.Equal(t, 100*time.Second, next.Sub(origin))
-	timers[1].Reset(time.Second)
-	next, _ = h.Next()
-	assert.Equal(t, time.Second, next.Sub(origin))
+	steps := []step{
+		{"arm 1m30s, the minutes level, mid-slot", arm(90 * time.Second), 90 * time.Second, 0},
+		{"arm 1h0m1.5s", arm(time.Hour + 1500*time.Millisecond), 90 * time.Second, 0},
+		{"arm 1.5s, the seconds level, mid-slot", arm(1500 * time.Millisecond), 1500 * time.Millisecond, 0},
+		{"arm 1.234567ms, rounded up to the tick", arm(1234567 * time.Nanosecond), 2 * time.Millisecond, 0},
+		{"stop the earliest", func(_ *Hierarchy, ts *[]*Timer) { (*ts)[3].Stop() }, 1500 * time.Millisecond, 0},
+		{"stop the next", func(_ *Hierarchy, ts *[]*Timer) { (*ts)[2].Stop() }, 90 * time.Second, 0},
+		{"move a coarse timer later, in place", func(_ *Hierarchy, ts *[]*Timer) { (*ts)[0].Reset(100 * time.Second) }, 100 * time.Second, 1},
+		{"move one earlier", func(_ *Hierarchy, ts *[]*Timer) { (*ts)[1].Reset(time.Second) }, time.Second, 1},
+	}
+	for i, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			h, clk := newFake(t)
+			_, ok := h.Next()
+			require.False(t, ok, "nothing armed")
+			var timers []*Timer
+			for _, s := range steps[:i+1] {
+				s.do(h, &timers)
+			}
+			nextReaches(t, h, clk, h.origin.Add(st.want), st.moved, st.name)
+			clk.Set(h.origin.Add(st.want))
+			assert.Equal(t, 1, advanceWithin(t, h, "the earliest deadline"), "the earliest timer fires at its tick")
+		})
+	}
+}
+
+// TestNext_CascadeOfAFullSlot: with thousands of timers in the earliest
+// coarse slot, Next reports that slot's cascade, which is no later than any
+// deadline in it, without looking at them; once advanced there, it is the
+// earliest deadline.
+func TestNext_CascadeOfAFullSlot(t *testing.T) {
+	h, clk := newFake(t, WithShards(1))
+	for i := range 3 * batch {
+		h.AfterFunc(30*time.Second+time.Duration(500+i)*time.Millisecond, func() {})
+	}
+	next, ok := h.Next()
+	require.True(t, ok)
+	assert.Equal(t, h.origin.Add(30*time.Second), next, "the slot's cascade")
+	clk.Set(next)
+	assert.Equal(t, 0, advanceWithin(t, h, "the cascade of a slot of thousands of timers"), "a cascade, no firing")
+	next, ok = h.Next()
+	require.True(t, ok)
+	assert.Equal(t, h.origin.Add(30500*time.Millisecond), next, "the earliest deadline after the cascade")
+}
+
+// TestNext_FromACallbackSeesTheTimersCollected: from a callback, the other
+// timers due at the tick being fired, collected and not yet run, are armed:
+// Next reports that tick, not false when they are all there is, nor a
+// later timer's.
+func TestNext_FromACallbackSeesTheTimersCollected(t *testing.T) {
+	for _, later := range []bool{false, true} {
+		h, clk := newFake(t, WithShards(1))
+		at := h.origin.Add(90 * time.Second)
+		var next time.Time
+		var ok, ran bool
+		h.AtFunc(at, func() { next, ok = h.Next() })
+		h.AtFunc(at, func() { ran = true })
+		if later {
+			h.AtFunc(at.Add(time.Millisecond), func() {})
+		}
+		assert.Equal(t, 2, advanceTo(t, h, clk, at, "the tick of both"))
+		require.True(t, ran)
+		assert.True(t, ok, "Next from the first callback, the second collected (a later timer: %v)", later)
+		assert.Equal(t, at, next, "the tick being fired (a later timer: %v)", later)
+		_, ok = h.Next()
+		assert.Equal(t, later, ok, "armed after: the later timer only")
+	}
 }
 
 func TestDeterministic_WithMock(t *testing.T) {
@@ -912,6 +959,32 @@ func TestPrecision_DeadlinePastEndOfTimeNeverFires(t *testing.T) {
 			stopWithin(t, h2, "with the clock past the end of time")
 			assert.Less(t, clk.reads.Load(), int64(1000), "the driver spins")
 			assert.True(t, tm.Stop())
+		})
+	}
+}
+
+// TestPrecision_LastTickFires: a deadline due at the last tick the clock
+// can reach is in a wheel, not with those that never fire: Next offers it,
+// and it fires once the clock saturates, beside one past the end of time
+// that does not.
+func TestPrecision_LastTickFires(t *testing.T) {
+	for _, tick := range []time.Duration{time.Nanosecond, time.Millisecond, 7 * time.Millisecond} {
+		t.Run(tick.String(), func(t *testing.T) {
+			h, clk := newFake(t, WithTick(tick))
+			last := h.origin.Add(time.Duration(h.lastTick * int64(tick)))
+			fired := 0
+			h.AtFunc(last, func() { fired++ })
+			h.AfterFunc(math.MaxInt64, func() { t.Error("a deadline past the end of time fired") })
+			next, ok := h.Next()
+			require.True(t, ok, "Next offers the last tick")
+			assert.False(t, next.After(last), "Next = %v, after the last tick %v", next, last)
+			mustCheck(t, h)
+			assert.Equal(t, 1, advanceTo(t, h, clk, h.origin.Add(math.MaxInt64), "the clock saturated"))
+			assert.Equal(t, 1, fired)
+			_, ok = h.Next()
+			assert.False(t, ok, "Next offers the deadline that never comes")
+			assert.Equal(t, 1, h.Len())
+			mustCheck(t, h)
 		})
 	}
 }

@@ -168,7 +168,7 @@ func TestLate_ClockBackKeepsWhatIsNotDue(t *testing.T) {
 	next, ok := h.Next()
 	require.True(t, ok)
 	assert.Equal(t, origin.Add(earliest*time.Minute), next, "Next: the earliest late timer not due")
-	e, ok := h.nextWake()
+	e, ok := h.nextWork(false)
 	require.True(t, ok)
 	assert.LessOrEqual(t, e, h.dueTick(int64(earliest*time.Minute)), "the driver's next wake-up")
 	assert.Greater(t, e, h.dueTick(int64(30*time.Minute)), "the driver's next wake-up: not due yet")
@@ -238,15 +238,15 @@ func TestLate_ClockBackTimerLeavesForAnotherHierarchy(t *testing.T) {
 	mustCheck(t, other)
 }
 
-// TestNext_ManyPastDeadlines: with more past deadlines in one shard than
-// Next looks at, Next still reports one no later than the earliest (armed
-// last, beyond the budget).
+// TestNext_ManyPastDeadlines: with many past deadlines in one shard, Next
+// reports the earliest (armed last), from the late list's bound, without
+// looking at them.
 func TestNext_ManyPastDeadlines(t *testing.T) {
 	h, clk := newFake(t, WithShards(1))
 	clk.Add(time.Hour)
 	advanceWithin(t, h, "the next Advance")
 	now := clk.Now()
-	const n = 2 * nextBudget
+	const n = 512
 	for i := range n {
 		h.AtFunc(now.Add(-time.Duration(i+1)*time.Millisecond), func() {})
 	}
@@ -338,7 +338,7 @@ func TestLate_PanicLeftoversBoundTheDriversWake(t *testing.T) {
 	h.AtFunc(at, func() {})
 	clk.Set(at)
 	assert.Panics(t, func() { h.Advance() })
-	e, ok := h.nextWake()
+	e, ok := h.nextWork(false)
 	require.True(t, ok, "the driver wakes for the timer left")
 	assert.LessOrEqual(t, e, h.dueTick(int64(at.Sub(o))))
 	assert.Equal(t, 1, advanceWithin(t, h, "the Advance after the panic"))

@@ -356,6 +356,11 @@ func (m *pmodel) move() {
 // advance runs one Advance and checks that it ran exactly the runs due.
 func (m *pmodel) advance() {
 	m.move()
+	m.advanceNow()
+}
+
+// advanceNow calls Advance at the clock's reading and checks what it ran.
+func (m *pmodel) advanceNow() {
 	m.advances++
 	m.clockNs = m.elapsed()
 	m.target = m.ref.modelFloor(m.clockNs)
@@ -422,11 +427,33 @@ func (m *pmodel) verify() {
 	if err := m.h.check(); err != nil {
 		m.fatalf("invariant: %v", err)
 	}
-	armed, minDue := 0, int64(math.MaxInt64)
 	for i, pt := range m.timers {
 		if got := pt.t.Deadline(); !got.Equal(m.at(pt.when)) {
 			m.fatalf("timer %d: Deadline = %v, model %v", i, got, m.at(pt.when))
 		}
+	}
+	armed, minDue := m.armed()
+	if got := m.h.Len(); got != armed {
+		m.fatalf("Len = %d, model has %d armed", got, armed)
+	}
+	// Next is false exactly when nothing armed can fire; it may be early (a
+	// cascade, a timer moved later), never late; and not before the tick
+	// the wheels are at (the latest an Advance reached) unless a timer is
+	// due by it.
+	next, ok := m.h.Next()
+	if ok != (minDue != math.MaxInt64) || ok && next.After(m.h.tickTime(minDue)) {
+		m.fatalf("Next = %v, %v; want no later than the tick of %d", next, ok, minDue)
+	}
+	if ok && next.Before(m.h.tickTime(m.wheelNow)) && minDue > m.wheelNow {
+		m.fatalf("Next = %v, before the wheels' tick %d with nothing due by it", next, m.wheelNow)
+	}
+}
+
+// armed counts the model's armed timers and returns the earliest tick one
+// that can fire is due at (math.MaxInt64 if none can).
+func (m *pmodel) armed() (armed int, minDue int64) {
+	minDue = math.MaxInt64
+	for _, pt := range m.timers {
 		if pt.armed {
 			armed++
 			if pt.when != math.MaxInt64 && m.due(pt.when) <= m.h.lastTick {
@@ -434,12 +461,46 @@ func (m *pmodel) verify() {
 			}
 		}
 	}
-	if got := m.h.Len(); got != armed {
-		m.fatalf("Len = %d, model has %d armed", got, armed)
-	}
-	next, ok := m.h.Next()
-	if ok != (minDue != math.MaxInt64) || ok && !next.Equal(m.h.tickTime(minDue)) {
-		m.fatalf("Next = %v, %v; want the tick of %d", next, ok, minDue)
+	return armed, minDue
+}
+
+// walkByNext drives the hierarchy as a loop of the caller's own would, for
+// firings Advances that run callbacks: the clock to each Next, an Advance
+// there. Next reaches the earliest due tick in at most levels+1 answers,
+// plus one for each timer moved later in place (see sim.walkByNext).
+func (m *pmodel) walkByNext(firings int) {
+	for range firings {
+		next, ok := m.h.Next()
+		if !ok {
+			return
+		}
+		_, minDue := m.armed()
+		moved, levels := 0, 0
+		for _, pt := range m.timers {
+			if pt.armed && pt.when != math.MaxInt64 && atomic.LoadInt64(&pt.t.filed) < m.due(pt.when) {
+				moved++
+			}
+		}
+		for _, sh := range m.h.shards {
+			levels = max(levels, len(sh.levels))
+		}
+		bound := levels + 1 + moved
+		for answers := 1; ; answers++ {
+			if answers > bound {
+				m.fatalf("walk by Next: %d answers and not at the earliest due tick %d (levels %d, %d timers moved later)", answers, minDue, levels, moved)
+			}
+			if next.After(m.mock.Now()) {
+				m.mock.Set(next)
+			}
+			m.advanceNow()
+			m.verify()
+			if m.ran > 0 || !next.Before(m.h.tickTime(minDue)) {
+				break
+			}
+			if next, ok = m.h.Next(); !ok {
+				m.fatalf("walk by Next: Next false with a timer due at tick %d", minDue)
+			}
+		}
 	}
 }
 
@@ -449,6 +510,7 @@ func (m *pmodel) run() {
 		m.progress.Store(int64(m.ops))
 		m.step()
 	}
+	m.walkByNext(50)
 }
 
 // runPModel runs a script in a synctest bubble, under a watchdog that

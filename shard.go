@@ -43,6 +43,7 @@ type shard struct {
 	advancing bool // an Advance is running: timers due by now wait for the next one
 
 	levels  []*level
+	never   Timer  // timers due after the last tick, which never fire: in no wheel, so no Advance or Next sees them
 	late    Timer  // timers filed at a tick already come, in the order filed (see fileLateLocked)
 	lateMin int64  // a lower bound of the ticks filed on late
 	walk    *Timer // the next late timer collectLateLocked looks at; nil outside it
@@ -67,6 +68,7 @@ const batch = 2048
 func newShard(h *Hierarchy, idx int, slots []int) *shard {
 	s := &shard{h: h, idx: idx}
 	s.oneShot = binding{s: s}
+	s.never.initList()
 	s.late.initList()
 	s.firing.initList()
 	width := int64(1)
@@ -137,7 +139,9 @@ func (s *shard) dueInWheel(w int64) bool {
 // re-arms itself for "now" cannot keep one Advance from returning, and the
 // order of one Advance holds. One that the shard files again by its
 // deadline (a cascade, a later-move found when its tick came) goes to the
-// slot for that tick, to fire in this Advance. s.mu must be held.
+// slot for that tick, to fire in this Advance. A timer due after the last
+// tick goes on the never list: its coarse slot would be an event for
+// Advance and Next to wait for. s.mu must be held.
 func (s *shard) fileLocked(t *Timer, d int64, fresh bool) {
 	now := s.now.Load()
 	if d < now || fresh && s.advancing && d <= max(now, s.h.frontier.Load()) {
@@ -145,6 +149,10 @@ func (s *shard) fileLocked(t *Timer, d int64, fresh bool) {
 		return
 	}
 	t.setFiledLocked(d)
+	if d > s.h.lastTick {
+		s.never.pushBack(t)
+		return
+	}
 	s.slotLocked(t, d)
 }
 

@@ -308,9 +308,7 @@ func TestLazyReset_CascadeBeforeStore(t *testing.T) {
 	for _, o := range others {
 		require.True(t, o.Stop())
 	}
-	next, ok := h.Next()
-	require.True(t, ok)
-	assert.Equal(t, origin.Add(3*time.Minute), next, "Next is the new deadline, not the old one the cascade filed the timer by")
+	nextReaches(t, h, clk, origin.Add(3*time.Minute), 1, "Next: the new deadline, after at most an answer at the old one the cascade filed the timer by")
 	clk.Set(origin.Add(2*time.Minute + 59*time.Second))
 	assert.Equal(t, 0, advanceWithin(t, h, "up to just before the new deadline"), "the timer fired before its new deadline")
 	clk.Set(origin.Add(3 * time.Minute))
@@ -355,24 +353,6 @@ func TestLaterMove_TakesNoLock(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, start.Add(2*time.Minute), d)
 	mustCheck(t, h)
-}
-
-// TestNext_BoundedScan: with more timers in the earliest coarse slot than
-// Next looks at, Next reports that slot's cascade, which is no later than
-// any deadline in it; once advanced there, it is exact again.
-func TestNext_BoundedScan(t *testing.T) {
-	h, clk := newFake(t, WithShards(1))
-	for i := range 3 * batch {
-		h.AfterFunc(30*time.Second+time.Duration(500+i)*time.Millisecond, func() {})
-	}
-	next, ok := h.Next()
-	require.True(t, ok)
-	assert.Equal(t, h.origin.Add(30*time.Second), next, "the slot's cascade")
-	clk.Set(next)
-	assert.Equal(t, 0, advanceWithin(t, h, "the cascade of a slot of more timers than Next looks at"), "a cascade, no firing")
-	next, ok = h.Next()
-	require.True(t, ok)
-	assert.Equal(t, h.origin.Add(30500*time.Millisecond), next, "exact after the cascade")
 }
 
 // TestParallelCallbacks fires a mass expiry with each shard's callbacks on

@@ -614,6 +614,11 @@ func (s *sim) advance() {
 			s.stats["jump-beyond-top-level"]++
 		}
 	}
+	s.advanceNow()
+}
+
+// advanceNow calls Advance at the clock's reading and checks what it fired.
+func (s *sim) advanceNow() {
 	s.advances++
 	s.clockNs = s.elapsed()
 	s.target = s.modelFloor(s.clockNs)
@@ -729,19 +734,7 @@ func (s *sim) verify() {
 	if err := s.h.check(); err != nil {
 		s.fatalf("invariant: %v", err)
 	}
-	armed, firable, minDue := 0, 0, int64(math.MaxInt64)
-	for _, st := range s.timers {
-		if st.hop {
-			armed++ // armed until its run starts, though in no wheel
-		}
-		if st.armed {
-			armed++
-			if !s.never(st.when) {
-				firable++
-				minDue = min(minDue, s.modelDue(st.when))
-			}
-		}
-	}
+	armed, firable, minDue := s.armed()
 	for range 4 { // Deadline, of a sample: it is plain bookkeeping
 		if st := s.pick(); st != nil {
 			if got, want := st.t.Deadline(), s.h.origin.Add(time.Duration(st.when)); !got.Equal(want) {
@@ -757,9 +750,75 @@ func (s *sim) verify() {
 	if ok != (firable > 0) {
 		s.fatalf("Next ok = %v with %d armed, %d of them able to fire", ok, armed, firable)
 	}
-	// Next is the earliest due time exactly.
-	if ok && !next.Equal(s.h.tickTime(minDue)) {
-		s.fatalf("Next = %v, want the earliest due time %v", next, s.h.tickTime(minDue))
+	if !ok {
+		return
+	}
+	// Next may be early (a cascade, a timer moved later), never late; and
+	// not before the tick the wheels are at (the latest an Advance reached)
+	// unless a timer is due by it.
+	if due := s.h.tickTime(minDue); next.After(due) {
+		s.fatalf("Next = %v, after the earliest due time %v", next, due)
+	}
+	if next.Before(s.h.tickTime(s.wheelNow)) && minDue > s.wheelNow {
+		s.fatalf("Next = %v, before the wheels' tick %d with nothing due by it", next, s.wheelNow)
+	}
+}
+
+// armed counts the model's armed timers, those of them that can fire, and
+// returns the earliest tick one of those is due at.
+func (s *sim) armed() (armed, firable int, minDue int64) {
+	minDue = math.MaxInt64
+	for _, st := range s.timers {
+		if st.hop {
+			armed++ // armed until its run starts, though in no wheel
+		}
+		if st.armed {
+			armed++
+			if !s.never(st.when) {
+				firable++
+				minDue = min(minDue, s.modelDue(st.when))
+			}
+		}
+	}
+	return armed, firable, minDue
+}
+
+// walkByNext drives the hierarchy as a loop of the caller's own would, for
+// up to firings Advances that fire: the clock to each Next, an Advance
+// there. Next reaches the earliest due tick in at most levels+1 answers (a
+// cascade per level above 0, a late list's bound, the tick itself), plus
+// one for each timer moved later in place, whose old slot is an event too.
+func (s *sim) walkByNext(firings int) {
+	s.tb.Helper()
+	for range firings {
+		next, ok := s.h.Next()
+		if !ok {
+			return
+		}
+		_, _, minDue := s.armed()
+		moved := 0
+		for _, st := range s.timers {
+			if st.armed && !s.never(st.when) && atomic.LoadInt64(&st.t.filed) < s.modelDue(st.when) {
+				moved++
+			}
+		}
+		bound := s.levels() + 1 + moved
+		for answers := 1; ; answers++ {
+			if answers > bound {
+				s.fatalf("walk by Next: %d answers and not at the earliest due tick %d (levels %d, %d timers moved later)", answers, minDue, s.levels(), moved)
+			}
+			if next.After(s.clk.now) {
+				s.clk.now = next
+			}
+			s.advanceNow()
+			s.verify()
+			if s.fired > 0 || !next.Before(s.h.tickTime(minDue)) {
+				break
+			}
+			if next, ok = s.h.Next(); !ok {
+				s.fatalf("walk by Next: Next false with a timer due at tick %d", minDue)
+			}
+		}
 	}
 }
 
@@ -769,6 +828,17 @@ func (s *sim) run() {
 		s.progress.Store(int64(s.ops))
 		s.step()
 	}
+	// The periodic timers stop, so that the walk reaches the others.
+	for _, st := range s.timers {
+		if st.armed && st.period > 0 {
+			if !st.t.Stop() {
+				s.fatalf("Stop of an armed periodic timer = false")
+			}
+			st.armed = false
+			st.cancel()
+		}
+	}
+	s.walkByNext(2 * maxLive)
 }
 
 // watchedRun runs the script on a goroutine of its own and fails the test,

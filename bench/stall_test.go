@@ -28,7 +28,8 @@ const stallRecords = 1 << 23
 //	op=advance  the clock moves to 31 s and h.Advance() cascades the slot
 //	            and fires every timer (a no-op callback): callbacks run
 //	            without the lock, so others get in between them
-//	op=next     h.Next() looks through the slot for the earliest deadline
+//	op=next     h.Next() reports the slot's cascade, in O(levels): it does
+//	            not look at the timers in the slot
 //	op=late     the timers are armed instead with deadlines already past
 //	            (the clock and the wheel at 32 s, each deadline within the
 //	            second at 30 s, in random order) and h.Advance() fires them

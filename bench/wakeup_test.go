@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/zeromicro/go-zero/core/collection"
 
 	"github.com/timingwheel/timingwheel"
+	"github.com/timingwheel/timingwheel/wheeltest"
 )
 
 // wakeupWindow is how long each idle scenario is watched, in bubble time.
@@ -67,7 +69,43 @@ func TestWakeups(t *testing.T) {
 				report(t, "wheel", "one-timer-"+shortDuration(d), cc.wakeups(armedAt), cc.calls.Load(),
 					fmt.Sprintf("fired-after=%v", firedAt.Sub(armedAt)))
 			}
+
+			// Many timers spread over an hour: the driver wakes at their
+			// ticks and at the cascades of the coarse slots they are in.
+			cc.reset()
+			armedAt := time.Now()
+			var fired atomic.Int64
+			for _, d := range spreadOverAnHour() {
+				h.AfterFunc(d, func() { fired.Add(1) })
+			}
+			time.Sleep(time.Hour + time.Second)
+			synctest.Wait()
+			reportIn(t, "wheel", fmt.Sprintf("driver-%d-timers-1h", spreadTimers), time.Hour+time.Second, cc.wakeups(armedAt), cc.calls.Load(),
+				fmt.Sprintf("fired=%d", fired.Load()))
 		})
+	})
+	// The same timers, driven by a loop of the caller's own that moves a
+	// manual clock to each Next and calls Advance there; a wake-up is a
+	// turn of the loop.
+	t.Run("impl=wheel/loop=next", func(t *testing.T) {
+		start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		c := wheeltest.NewClock(start)
+		h, err := timingwheel.New(timingwheel.WithClock(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fired := 0
+		for _, d := range spreadOverAnHour() {
+			h.AfterFunc(d, func() { fired++ })
+		}
+		turns := int64(0)
+		for next, ok := h.Next(); ok; next, ok = h.Next() {
+			c.Set(next)
+			h.Advance()
+			turns++
+		}
+		reportIn(t, "wheel", fmt.Sprintf("loop-next-%d-timers-1h", spreadTimers), c.Now().Sub(start), turns, 0,
+			fmt.Sprintf("fired=%d", fired))
 	})
 	t.Run("impl=gozero", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -112,9 +150,29 @@ func shortDuration(d time.Duration) string {
 
 func report(t *testing.T, impl, scenario string, wakeups, calls int64, note string) {
 	t.Helper()
+	reportIn(t, impl, scenario, wakeupWindow, wakeups, calls, note)
+}
+
+// reportIn is report for a window of its own.
+func reportIn(t *testing.T, impl, scenario string, window time.Duration, wakeups, calls int64, note string) {
+	t.Helper()
 	// Print, not t.Log: one undecorated line per result for cmd/report.
 	fmt.Printf("Wakeups impl=%s scenario=%s window=%v wakeups=%d clock-calls=%d note=%q\n",
-		impl, scenario, wakeupWindow, wakeups, calls, note)
+		impl, scenario, window, wakeups, calls, note)
+}
+
+// spreadTimers is how many timers spreadOverAnHour returns.
+const spreadTimers = 10_000
+
+// spreadOverAnHour returns spreadTimers durations spread at random (the
+// same each run) over an hour, off the tick.
+func spreadOverAnHour() []time.Duration {
+	r := rand.New(rand.NewPCG(1, 2))
+	ds := make([]time.Duration, spreadTimers)
+	for i := range ds {
+		ds[i] = time.Duration(1 + r.Int64N(int64(time.Hour)))
+	}
+	return ds
 }
 
 // countingClock is a clock.Clock that counts every call and remembers the

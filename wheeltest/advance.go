@@ -19,8 +19,10 @@ var maxAdvancesAtOneInstant = 1 << 16
 // already (a deadline in the past); then, as long as
 // [timingwheel.Hierarchy.Next] reports an instant no later than t, it sets c
 // to that instant and advances h there; last it sets c to t and advances
-// h once more. So every tick with work on the way is advanced at, in
-// order, each callback sees c at its own tick (c.Now() is the instant its
+// h once more. Next may be early — the tick a coarse slot of h cascades,
+// before the timers in it are due — so the walk also stops there, as the
+// driver does, and nothing fires at such a stop. So every tick with work
+// on the way is advanced at, in order, each callback sees c at its own tick (c.Now() is the instant its
 // timer was due, rounded up to the tick), and periodic timers run once per
 // period: AdvanceTo(h, c, c.Now().Add(time.Hour)) runs an Every(time.Second)
 // timer 3,600 times, where c.Add(time.Hour) and one Advance would run it

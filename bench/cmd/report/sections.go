@@ -421,7 +421,7 @@ func (d *doc) stall() {
 	d.p("  the millisecond wheel (none fires yet);\n")
 	d.p("- advance: the clock moves past the slot and `h.Advance()` cascades them and fires all N (no-op\n")
 	d.p("  callbacks, which run without the lock held, so other calls get in between them);\n")
-	d.p("- next: `h.Next()` looks through the slot for the earliest deadline.\n\n")
+	d.p("- next: `h.Next()` reports the slot's cascade, in O(levels), without looking at its timers.\n\n")
 	d.p("\"longest wait\" and \"p99.9\" are over the arm + Stop calls that overlapped the large call; \"quiet\" is\n")
 	d.p("the longest in the 20 ms before it, when the wheel was idle. Each process makes 7 large calls and\n")
 	d.p("reports the median call's figures (\"worst\": the largest share of any call); the cells are medians\n")
