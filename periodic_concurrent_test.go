@@ -280,23 +280,35 @@ func (x *cmodel) runStarted(ts *cmTimer) bool {
 				return ts.inF.Load() == 1
 			}
 		} else {
-			// Every firing the hierarchy has claimed so far counts once in
-			// Stats' lateness, which reads every shard at one instant, none
-			// between a claim and the release of its lock; from there each
-			// claimed firing's func starts without waiting for anything.
-			// Once entered has caught up, a run of ts claimed before the op
-			// that called this has set inF.
-			var claimed uint64
-			for _, n := range x.h.Stats().Lateness {
-				claimed += n
-			}
-			for uint64(x.entered.Load()) < claimed {
+			// Every firing the hierarchy claims counts once in its shard's
+			// lateness statistics, under the shard's lock, before the lock
+			// is released and its func started. With every shard's lock
+			// held none is between the two, and no claim comes; so when
+			// entered has caught up with the claims then, every claimed
+			// firing's func has started (a later claim's cannot stand in
+			// for an earlier one's, as it could between two looks), and a
+			// run of ts claimed before the op that called this has set inF.
+			for !x.allEntered() {
 				runtime.Gosched()
 			}
 			return ts.inF.Load() == 1
 		}
 		runtime.Gosched()
 	}
+}
+
+// allEntered reports whether every firing claimed so far has started its
+// func (see runStarted).
+func (x *cmodel) allEntered() bool {
+	x.h.lockAll()
+	defer x.h.unlockAll()
+	var claimed uint64
+	for _, s := range x.h.shards {
+		for _, n := range s.stats.lateness.buckets {
+			claimed += n
+		}
+	}
+	return uint64(x.entered.Load()) >= claimed
 }
 
 // op applies op k to ts, which the caller has locked, and the model.
