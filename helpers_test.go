@@ -89,19 +89,20 @@ func advanceTo(t *testing.T, h *Hierarchy, clk interface{ Set(time.Time) }, at t
 // and an Advance there fires nothing; and Next reaches want in at most
 // levels+1 answers (a cascade per level above 0, a late list's bound,
 // want), plus moved, the timers moved later in place, whose old slot is an
-// event too. It leaves the clock before want or at the last answer.
+// event too; the levels are those the wheels have at each answer. It
+// leaves the clock before want or at the last answer.
 func nextReaches(t *testing.T, h *Hierarchy, clk interface {
 	Now() time.Time
 	Set(time.Time)
 }, want time.Time, moved int, what string) {
 	t.Helper()
 	levels := 0
-	for _, s := range h.shards {
-		s.lock()
-		levels = max(levels, len(s.levels))
-		s.mu.Unlock()
-	}
 	for answers := 1; ; answers++ {
+		for _, s := range h.shards {
+			s.lock()
+			levels = max(levels, len(s.levels))
+			s.mu.Unlock()
+		}
 		next, ok := h.Next()
 		require.True(t, ok, "%s: Next has nothing", what)
 		require.False(t, next.After(want), "%s: Next = %v, after the earliest deadline's tick %v", what, next, want)

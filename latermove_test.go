@@ -1,6 +1,7 @@
 package timingwheel
 
 import (
+	"math"
 	"runtime"
 	"testing"
 	"time"
@@ -231,4 +232,25 @@ func TestLaterMove_WordLayout(t *testing.T) {
 	advanceTo(t, hl, clk, origin.Add(4*time.Hour), "the deadline's tick")
 	assert.Equal(t, 1, fired)
 	mustCheck(t, hl)
+}
+
+// TestLaterMove_PastTheLastTickLeavesTheWheels: a timer moved later, past
+// the last tick the clock can reach, takes the lock and leaves the wheels
+// for the list of timers that never fire, instead of staying in its slot
+// as a later-move within the wheels does: Next then reports nothing to do
+// (found by FuzzSimulation: Next said true with no timer able to fire).
+func TestLaterMove_PastTheLastTickLeavesTheWheels(t *testing.T) {
+	h, _ := newFake(t)
+	nearEnd := h.origin.Add(time.Duration((h.lastTick - 1) * h.tick))
+	tm := h.AtFunc(nearEnd, func() { t.Error("a timer past the last tick fired") })
+	next, ok := h.Next()
+	require.True(t, ok, "a timer due at the tick before the last")
+	require.False(t, next.After(nearEnd))
+
+	assert.True(t, tm.ResetAt(h.origin.Add(math.MaxInt64)), "moved later, past the last tick")
+	_, ok = h.Next()
+	assert.False(t, ok, "Next with the only timer past the last tick")
+	assert.Equal(t, 1, h.Len(), "still armed")
+	mustCheck(t, h)
+	assert.True(t, tm.Stop())
 }

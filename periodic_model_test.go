@@ -467,7 +467,9 @@ func (m *pmodel) armed() (armed int, minDue int64) {
 // walkByNext drives the hierarchy as a loop of the caller's own would, for
 // firings Advances that run callbacks: the clock to each Next, an Advance
 // there. Next reaches the earliest due tick in at most levels+1 answers,
-// plus one for each timer moved later in place (see sim.walkByNext).
+// plus one for each timer moved later in place (see sim.walkByNext); the
+// levels are those the wheels have at each answer (a timer moved later
+// past the wheels' span adds one when its old tick files it again).
 func (m *pmodel) walkByNext(firings int) {
 	for range firings {
 		next, ok := m.h.Next()
@@ -481,12 +483,13 @@ func (m *pmodel) walkByNext(firings int) {
 				moved++
 			}
 		}
-		for _, sh := range m.h.shards {
-			levels = max(levels, len(sh.levels))
-		}
-		bound := levels + 1 + moved
 		for answers := 1; ; answers++ {
-			if answers > bound {
+			for _, sh := range m.h.shards {
+				sh.lock()
+				levels = max(levels, len(sh.levels))
+				sh.mu.Unlock()
+			}
+			if answers > levels+1+moved {
 				m.fatalf("walk by Next: %d answers and not at the earliest due tick %d (levels %d, %d timers moved later)", answers, minDue, levels, moved)
 			}
 			if next.After(m.mock.Now()) {

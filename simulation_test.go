@@ -788,6 +788,8 @@ func (s *sim) armed() (armed, firable int, minDue int64) {
 // there. Next reaches the earliest due tick in at most levels+1 answers (a
 // cascade per level above 0, a late list's bound, the tick itself), plus
 // one for each timer moved later in place, whose old slot is an event too.
+// The levels are those the wheels have at each answer: a timer moved later
+// past the wheels' span adds one when its old tick files it again.
 func (s *sim) walkByNext(firings int) {
 	s.tb.Helper()
 	for range firings {
@@ -802,9 +804,8 @@ func (s *sim) walkByNext(firings int) {
 				moved++
 			}
 		}
-		bound := s.levels() + 1 + moved
 		for answers := 1; ; answers++ {
-			if answers > bound {
+			if answers > s.levels()+1+moved {
 				s.fatalf("walk by Next: %d answers and not at the earliest due tick %d (levels %d, %d timers moved later)", answers, minDue, s.levels(), moved)
 			}
 			if next.After(s.clk.now) {

@@ -246,7 +246,9 @@ func (t *Timer) rearm(a arming) bool {
 			if w == old {
 				to = h.nextGen(p) | p&h.offMask
 			}
-			if w >= old && uint64(w-base) <= uint64(h.offMask) && b.s.dueInWheel(old) && t.when.CompareAndSwap(p, to) {
+			// A deadline past the last tick never fires: it goes on the
+			// never list under the lock (see fileLocked), not in a slot.
+			if w >= old && uint64(w-base) <= uint64(h.offMask) && w <= h.lastTick*h.tick && b.s.dueInWheel(old) && t.when.CompareAndSwap(p, to) {
 				return true
 			}
 		}
@@ -348,7 +350,7 @@ func (t *Timer) resetTo(a arming) bool {
 			return armed
 		}
 		f := t.filed
-		if d == f || d > f && s.inWheel(f) && uint64(w-h.base(f)) <= uint64(h.offMask) {
+		if d == f || d > f && d <= h.lastTick && s.inWheel(f) && uint64(w-h.base(f)) <= uint64(h.offMask) {
 			// Kept its tick, or moved later in a wheel: it stays where it
 			// is filed, and the shard files it again by its deadline when
 			// that tick comes.
